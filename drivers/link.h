@@ -1,0 +1,111 @@
+/* The link driver interface (drivers/): one ops table per driver. A link carries
+ * opaque frames of at most max_frame bytes to peers identified by their world rank; it
+ * never interprets them. Only the channel layer above uses this interface. */
+#ifndef WT_LINK_H
+#define WT_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include "lib/util/status.h"
+#include "lib/util/crypto.h"
+
+/* Capability bits. */
+#define WT_LINK_CAP_RELIABLE (1u << 0) /* no loss, no duplication, no corruption */
+#define WT_LINK_CAP_ORDERED (1u << 1)  /* frames to one peer arrive in send order */
+#define WT_LINK_CAP_GET (1u << 2)      /* one-sided read of a peer's memory (shm: CMA) */
+#define WT_LINK_CAP_HAS_FD (1u << 3)   /* fd() gives a pollable fd for sleeping */
+
+#define WT_LINK_ADDR_MAX 256 /* largest address blob */
+
+typedef struct wt_link wt_link_t; /* a driver's open link; first member is wt_link_base_t */
+
+typedef struct {
+	int rank;              /* this process's world rank */
+	int size;              /* world size; peers are 0..size-1 */
+	const char *job_id;    /* short printable id unique to this job (names shm objects) */
+	wt_util_key_t key;     /* job token key: every connection proves it */
+	double connect_timeout; /* seconds: connect retries until this, then fails */
+	const char *bind_addr; /* tcp: local IP to listen on (NULL = any) */
+} wt_link_config_t;
+
+enum wt_link_event_type {
+	WT_LINK_EV_SEND_DONE = 1, /* a send that returned WEFT_INPROGRESS finished: cookie */
+	WT_LINK_EV_FRAME = 2,     /* a frame arrived: peer, data, len */
+	WT_LINK_EV_PEER_ERROR = 3, /* peer is unusable: peer, status */
+};
+
+typedef struct {
+	int type;
+	int peer;
+	weft_status_t status;
+	void *cookie;
+	/* FRAME: valid until the next poll() on this link; the caller copies or consumes
+	 * it before polling again. */
+	const void *data;
+	size_t len;
+} wt_link_event_t;
+
+/* Optional one-sided read descriptor: what a peer publishes so we can GET from it. */
+typedef struct {
+	uint64_t addr; /* virtual address in the peer */
+	uint64_t len;
+} wt_link_remote_t;
+
+typedef struct wt_link_ops {
+	size_t size; /* sizeof(wt_link_ops_t): ABI check */
+	const char *name;
+	uint32_t caps;
+	/* WEFT_OK if this driver can run here; otherwise WEFT_ERR_NO_DEVICE/UNSUPPORTED
+	 * with why in msg. */
+	weft_status_t (*probe)(char *msg, size_t msglen);
+	weft_status_t (*open)(const wt_link_config_t *cfg, wt_link_t **link);
+	/* This end's address blob, published through the boot store. */
+	weft_status_t (*address)(wt_link_t *link, void *blob, size_t *len);
+	/* Start connecting to peer; completes in the background. Sends may be posted at
+	 * once; they are queued until the connection is up. */
+	weft_status_t (*connect)(wt_link_t *link, int peer, const void *blob, size_t len);
+	/* Post one frame (the concatenation of iov) to peer. Returns WEFT_OK when the bytes
+	 * were taken (iov may be reused), WEFT_INPROGRESS when a SEND_DONE with cookie
+	 * follows, WT_AGAIN when out of room (nothing was taken; retry later), or an
+	 * error. */
+	weft_status_t (*send)(wt_link_t *link, int peer, const struct iovec *iov, int iovcnt,
+			      void *cookie);
+	/* Fills up to max events; returns how many (>= 0) or an error status (< 0). */
+	int (*poll)(wt_link_t *link, wt_link_event_t *ev, int max);
+	/* One-sided read of len bytes at remote->addr + off in peer into local; NULL when
+	 * not WT_LINK_CAP_GET. Synchronous. */
+	weft_status_t (*get)(wt_link_t *link, int peer, void *local, const wt_link_remote_t *remote,
+			     size_t off, size_t len);
+	/* Pollable fd that becomes readable when poll() may have work; -1 if none. */
+	int (*fd)(wt_link_t *link);
+	/* Prepare to sleep on fd(): returns 1 if work is already pending (do not sleep), 0
+	 * if the caller may block on fd() until it is readable. */
+	int (*arm)(wt_link_t *link);
+	/* Called after waking from the fd (drain doorbells, disarm). */
+	void (*disarm)(wt_link_t *link);
+	void (*close)(wt_link_t *link);
+} wt_link_ops_t;
+
+/* Every driver's link struct starts with this. */
+typedef struct {
+	const wt_link_ops_t *ops;
+	size_t max_frame;
+} wt_link_base_t;
+
+static inline const wt_link_ops_t *wt_link_ops(wt_link_t *link)
+{
+	return ((wt_link_base_t *)link)->ops;
+}
+
+static inline size_t wt_link_max_frame(wt_link_t *link)
+{
+	return ((wt_link_base_t *)link)->max_frame;
+}
+
+/* Registry of the drivers built into this library. */
+const wt_link_ops_t *wt_link_find(const char *name);
+/* NULL-terminated list of built drivers. */
+const wt_link_ops_t *const *wt_link_all(void);
+
+#endif

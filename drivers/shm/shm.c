@@ -1,0 +1,1025 @@
+/* Shared-memory link driver (drivers/): per ordered pair of ranks on one host a
+ * single-producer single-consumer byte ring in the receiver's memfd segment, doorbells on
+ * abstract unix datagram sockets so idle receivers sleep, and CMA (process_vm_readv) get. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "drivers/link.h"
+#include "drivers/shm/shm_layout.h"
+#include "lib/util/log.h"
+#include "lib/util/time.h"
+
+#define SHM_LIVENESS_NS 100000000ull /* how often poll() checks that peers are alive */
+#define SHM_MAX_RANKS (1 << 16)
+#define SHM_BELL_DRAIN_MAX 256
+
+extern const wt_link_ops_t wt_shm_ops;
+
+enum shm_peer_state {
+	SHM_PEER_NONE = 0, /* connect() not called yet */
+	SHM_PEER_UP,	   /* rings mapped both ways */
+	SHM_PEER_DYING,	   /* process gone: drain what it published, then report */
+	SHM_PEER_FAILED,   /* reported (or never attached); sends fail with status */
+};
+
+struct shm_peer {
+	int state;
+	weft_status_t status;
+	pid_t pid;
+	int pidfd; /* -1 when the kernel has no pidfd_open: liveness falls back to kill() */
+	int bell;  /* datagram socket connected to the peer's doorbell */
+	/* Transmit: our ring inside the peer's segment. */
+	struct wt_shm_seg_hdr *tx_hdr;
+	struct wt_shm_ring_ctl *tx_ctl;
+	uint8_t *tx_data;
+	uint64_t tx_head;	/* private copy: a hostile peer cannot move it */
+	uint64_t tx_tail_cache; /* last tail read from the peer */
+	/* Receive: the peer's ring inside our segment. */
+	struct wt_shm_ring_ctl *rx_ctl;
+	uint8_t *rx_data;
+	uint64_t rx_tail;     /* consumed (delivered) up to here */
+	uint64_t rx_tail_pub; /* published to the producer up to here */
+};
+
+struct wt_link {
+	wt_link_base_t base;
+	int rank;
+	int size;
+	char job_id[WT_SHM_JOB_ID_MAX + 1];
+	wt_util_key_t key;
+	uint8_t nonce[WT_UTIL_NONCE_LEN];
+	int memfd;
+	uint64_t seg_size;
+	struct wt_shm_seg_hdr *hdr;
+	int bell_fd;
+	char bell_name[WT_SHM_BELL_NAME_MAX];
+	int epfd;
+	struct shm_peer *peers;
+	int *active; /* peers in state UP or DYING, scanned by poll() */
+	int nactive;
+	int rr;
+	int *errq; /* FIFO of peers with a PEER_ERROR to report (each at most once) */
+	int errq_head;
+	int errq_len;
+	struct pollfd *pfds;
+	uint64_t next_live_ns;
+};
+
+static uint64_t round8(uint64_t x)
+{
+	return (x + 7u) & ~(uint64_t)7u;
+}
+
+static uint64_t seg_size_for(int size)
+{
+	return WT_SHM_RING_OFF + (uint64_t)size * WT_SHM_RING_STRIDE;
+}
+
+static uint64_t ring_off_for(int rank)
+{
+	return WT_SHM_RING_OFF + (uint64_t)rank * WT_SHM_RING_STRIDE;
+}
+
+static void seg_descriptor(char *buf, size_t len, const char *job_id, int rank, int size)
+{
+	snprintf(buf, len, "%s|%d|%d|%u", job_id, rank, size, (unsigned)WT_SHM_RING_CAP);
+}
+
+static void seg_mac(const wt_util_key_t *key, const uint8_t *nonce, const char *job_id, int rank,
+		    int size, uint8_t mac[WT_UTIL_MAC_LEN])
+{
+	char desc[WT_SHM_JOB_ID_MAX + 64];
+
+	seg_descriptor(desc, sizeof(desc), job_id, rank, size);
+	wt_util_mac(key, WT_SHM_MAC_LABEL, nonce, WT_UTIL_NONCE_LEN, desc, strlen(desc), mac);
+}
+
+static int seg_mac_ok(const wt_util_key_t *key, const uint8_t *nonce, const char *job_id, int rank,
+		      int size, const uint8_t mac[WT_UTIL_MAC_LEN])
+{
+	char desc[WT_SHM_JOB_ID_MAX + 64];
+
+	seg_descriptor(desc, sizeof(desc), job_id, rank, size);
+	return wt_util_mac_verify(key, WT_SHM_MAC_LABEL, nonce, WT_UTIL_NONCE_LEN, desc,
+				  strlen(desc), mac);
+}
+
+static int job_id_ok(const char *s)
+{
+	size_t n;
+
+	if (s == NULL)
+		return 0;
+	n = strnlen(s, WT_SHM_JOB_ID_MAX + 1);
+	if (n == 0 || n > WT_SHM_JOB_ID_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		/* It becomes part of a socket name: printable, no separators we rely on. */
+		if (s[i] <= ' ' || s[i] > '~' || s[i] == '|' || s[i] == '/')
+			return 0;
+	}
+	return 1;
+}
+
+static void push_error(wt_link_t *l, int peer, weft_status_t st)
+{
+	struct shm_peer *p = &l->peers[peer];
+
+	if (p->state == SHM_PEER_FAILED)
+		return;
+	p->state = SHM_PEER_FAILED;
+	p->status = st;
+	l->errq[(l->errq_head + l->errq_len) % l->size] = peer;
+	l->errq_len++;
+}
+
+static int pop_errors(wt_link_t *l, wt_link_event_t *ev, int max)
+{
+	int n = 0;
+
+	while (n < max && l->errq_len > 0) {
+		int peer = l->errq[l->errq_head];
+
+		l->errq_head = (l->errq_head + 1) % l->size;
+		l->errq_len--;
+		memset(&ev[n], 0, sizeof(ev[n]));
+		ev[n].type = WT_LINK_EV_PEER_ERROR;
+		ev[n].peer = peer;
+		ev[n].status = l->peers[peer].status;
+		n++;
+	}
+	return n;
+}
+
+static void ring_bell(int sock)
+{
+	char b = 1;
+
+	/* EAGAIN means the doorbell already holds a byte: the receiver will wake anyway. */
+	(void)send(sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* ---- open / address / close ---- */
+
+static weft_status_t seg_create(wt_link_t *l)
+{
+	int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	void *m;
+
+	l->seg_size = seg_size_for(l->size);
+	l->memfd = memfd_create("weft-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (l->memfd < 0) {
+		WT_ERROR("shm: memfd_create failed: %s", strerror(errno));
+		return wt_util_status_from_errno(errno);
+	}
+	if (ftruncate(l->memfd, (off_t)l->seg_size) != 0) {
+		WT_ERROR("shm: sizing the %llu-byte segment failed: %s",
+			 (unsigned long long)l->seg_size, strerror(errno));
+		return wt_util_status_from_errno(errno);
+	}
+	/* Sealed so a peer can never shrink it under our mappings (SIGBUS). */
+	if (fcntl(l->memfd, F_ADD_SEALS, seals) != 0) {
+		WT_ERROR("shm: sealing the segment failed: %s", strerror(errno));
+		return WEFT_ERR_SYSTEM;
+	}
+	m = mmap(NULL, WT_SHM_ALIGN, PROT_READ | PROT_WRITE, MAP_SHARED, l->memfd, 0);
+	if (m == MAP_FAILED) {
+		WT_ERROR("shm: mapping the segment header failed: %s", strerror(errno));
+		return wt_util_status_from_errno(errno);
+	}
+	l->hdr = m;
+	memcpy(l->hdr->magic, WT_SHM_MAGIC, sizeof(l->hdr->magic));
+	l->hdr->version = WT_SHM_VERSION;
+	l->hdr->rank = (uint32_t)l->rank;
+	l->hdr->size = (uint32_t)l->size;
+	l->hdr->ring_cap = WT_SHM_RING_CAP;
+	l->hdr->ring_off = WT_SHM_RING_OFF;
+	l->hdr->ring_stride = WT_SHM_RING_STRIDE;
+	l->hdr->seg_size = l->seg_size;
+	wt_util_random(l->nonce, sizeof(l->nonce));
+	memcpy(l->hdr->nonce, l->nonce, sizeof(l->nonce));
+	seg_mac(&l->key, l->nonce, l->job_id, l->rank, l->size, l->hdr->mac);
+	atomic_store(&l->hdr->sleeping, 0);
+	atomic_store(&l->hdr->closed, 0);
+	return WEFT_OK;
+}
+
+static void bell_addr(const char *name, struct sockaddr_un *sa, socklen_t *salen)
+{
+	size_t n = strlen(name);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	/* Abstract namespace: no file to leak when a rank is killed. */
+	memcpy(sa->sun_path + 1, name, n);
+	*salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+static weft_status_t bell_create(wt_link_t *l)
+{
+	struct sockaddr_un sa;
+	socklen_t salen;
+
+	l->bell_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->bell_fd < 0) {
+		WT_ERROR("shm: doorbell socket failed: %s", strerror(errno));
+		return wt_util_status_from_errno(errno);
+	}
+	for (int attempt = 0; attempt < 8; attempt++) {
+		char hex[17];
+
+		wt_util_random_hex(hex, 8);
+		snprintf(l->bell_name, sizeof(l->bell_name), "weft-%s-%d-%s", l->job_id, l->rank,
+			 hex);
+		bell_addr(l->bell_name, &sa, &salen);
+		if (bind(l->bell_fd, (struct sockaddr *)&sa, salen) == 0)
+			return WEFT_OK;
+		if (errno != EADDRINUSE)
+			break;
+	}
+	WT_ERROR("shm: binding doorbell '%s' failed: %s", l->bell_name, strerror(errno));
+	return WEFT_ERR_SYSTEM;
+}
+
+static weft_status_t epoll_setup(wt_link_t *l)
+{
+	struct epoll_event e = {.events = EPOLLIN, .data.fd = l->bell_fd};
+
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->bell_fd, &e) != 0) {
+		WT_ERROR("shm: epoll setup failed: %s", strerror(errno));
+		return WEFT_ERR_SYSTEM;
+	}
+	return WEFT_OK;
+}
+
+static void peer_unmap(struct shm_peer *p)
+{
+	if (p->tx_hdr)
+		munmap(p->tx_hdr, WT_SHM_ALIGN);
+	if (p->tx_ctl)
+		munmap(p->tx_ctl, WT_SHM_RING_STRIDE);
+	if (p->rx_ctl)
+		munmap(p->rx_ctl, WT_SHM_RING_STRIDE);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	if (p->bell >= 0)
+		close(p->bell);
+	p->tx_hdr = NULL;
+	p->tx_ctl = NULL;
+	p->rx_ctl = NULL;
+	p->pidfd = -1;
+	p->bell = -1;
+}
+
+static void announce_close(wt_link_t *l)
+{
+	if (l->hdr == NULL)
+		return;
+	atomic_store(&l->hdr->closed, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (int i = 0; l->peers && i < l->size; i++) {
+		if (l->peers[i].bell >= 0)
+			ring_bell(l->peers[i].bell);
+	}
+}
+
+static void shm_close(wt_link_t *l)
+{
+	if (l == NULL)
+		return;
+	announce_close(l);
+	if (l->peers) {
+		for (int i = 0; i < l->size; i++)
+			peer_unmap(&l->peers[i]);
+	}
+	if (l->hdr)
+		munmap(l->hdr, WT_SHM_ALIGN);
+	if (l->memfd >= 0)
+		close(l->memfd);
+	if (l->bell_fd >= 0)
+		close(l->bell_fd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	free(l->peers);
+	free(l->active);
+	free(l->errq);
+	free(l->pfds);
+	free(l);
+}
+
+static weft_status_t shm_alloc(const wt_link_config_t *cfg, wt_link_t **out)
+{
+	wt_link_t *l = calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		return WEFT_ERR_NO_MEMORY;
+	l->memfd = -1;
+	l->bell_fd = -1;
+	l->epfd = -1;
+	l->rank = cfg->rank;
+	l->size = cfg->size;
+	l->key = cfg->key;
+	snprintf(l->job_id, sizeof(l->job_id), "%s", cfg->job_id);
+	l->peers = calloc((size_t)cfg->size, sizeof(*l->peers));
+	l->active = calloc((size_t)cfg->size, sizeof(*l->active));
+	l->errq = calloc((size_t)cfg->size, sizeof(*l->errq));
+	l->pfds = calloc((size_t)cfg->size, sizeof(*l->pfds));
+	*out = l;
+	if (!l->peers || !l->active || !l->errq || !l->pfds) {
+		WT_ERROR("shm: out of memory for %d peers", cfg->size);
+		return WEFT_ERR_NO_MEMORY;
+	}
+	for (int i = 0; i < cfg->size; i++) {
+		l->peers[i].pidfd = -1;
+		l->peers[i].bell = -1;
+	}
+	return WEFT_OK;
+}
+
+static weft_status_t shm_open_link(const wt_link_config_t *cfg, wt_link_t **link)
+{
+	wt_link_t *l = NULL;
+	weft_status_t st;
+
+	if (cfg == NULL || link == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	if (cfg->size < 1 || cfg->size > SHM_MAX_RANKS || cfg->rank < 0 || cfg->rank >= cfg->size) {
+		WT_ERROR("shm: bad rank %d / size %d (size at most %d)", cfg->rank, cfg->size,
+			 SHM_MAX_RANKS);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	if (!job_id_ok(cfg->job_id)) {
+		WT_ERROR("shm: job id must be 1..%d printable characters", WT_SHM_JOB_ID_MAX);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	st = shm_alloc(cfg, &l);
+	if (st == WEFT_OK)
+		st = seg_create(l);
+	if (st == WEFT_OK)
+		st = bell_create(l);
+	if (st == WEFT_OK)
+		st = epoll_setup(l);
+	if (st != WEFT_OK) {
+		shm_close(l);
+		return st;
+	}
+	l->base.ops = &wt_shm_ops;
+	l->base.max_frame = WT_SHM_MAX_FRAME;
+	l->next_live_ns = wt_util_time_ns() + SHM_LIVENESS_NS;
+	*link = l;
+	return WEFT_OK;
+}
+
+static weft_status_t shm_address(wt_link_t *l, void *blob, size_t *len)
+{
+	struct wt_shm_blob b;
+
+	if (l == NULL || blob == NULL || len == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	if (*len < sizeof(b)) {
+		WT_ERROR("shm: address buffer of %zu bytes is smaller than %zu", *len, sizeof(b));
+		return WEFT_ERR_INVALID_ARG;
+	}
+	memset(&b, 0, sizeof(b));
+	b.magic = WT_SHM_BLOB_MAGIC;
+	b.version = WT_SHM_VERSION;
+	b.rank = (uint32_t)l->rank;
+	b.size = (uint32_t)l->size;
+	b.pid = (int32_t)getpid();
+	b.memfd = l->memfd;
+	memcpy(b.nonce, l->nonce, sizeof(b.nonce));
+	b.name_len = (uint32_t)strlen(l->bell_name);
+	memcpy(b.name, l->bell_name, b.name_len);
+	memcpy(blob, &b, sizeof(b));
+	*len = sizeof(b);
+	return WEFT_OK;
+}
+
+/* ---- connect ---- */
+
+static int blob_name_ok(const struct wt_shm_blob *b)
+{
+	if (b->name_len < 6 || b->name_len >= WT_SHM_BELL_NAME_MAX)
+		return 0;
+	if (memcmp(b->name, "weft-", 5) != 0)
+		return 0;
+	for (uint32_t i = 0; i < b->name_len; i++) {
+		if (b->name[i] <= ' ' || b->name[i] > '~')
+			return 0;
+	}
+	for (uint32_t i = b->name_len; i < WT_SHM_BELL_NAME_MAX; i++) {
+		if (b->name[i] != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static weft_status_t blob_parse(wt_link_t *l, int peer, const void *blob, size_t len,
+				struct wt_shm_blob *b)
+{
+	const char *why = NULL;
+
+	if (blob == NULL || len != sizeof(*b)) {
+		WT_ERROR("shm: address of peer rank %d has %zu bytes, expected %zu", peer,
+			 blob ? len : 0, sizeof(*b));
+		return WEFT_ERR_INVALID_ARG;
+	}
+	memcpy(b, blob, sizeof(*b));
+	if (b->magic != WT_SHM_BLOB_MAGIC || b->version != WT_SHM_VERSION)
+		why = "bad magic or version";
+	else if (b->rank != (uint32_t)peer)
+		why = "rank does not match";
+	else if (b->size != (uint32_t)l->size)
+		why = "world size does not match";
+	else if (b->pid <= 0)
+		why = "bad pid";
+	else if (b->memfd < 0)
+		why = "bad segment fd";
+	else if (!blob_name_ok(b))
+		why = "bad doorbell name";
+	if (why) {
+		WT_ERROR("shm: address of peer rank %d is malformed: %s", peer, why);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	return WEFT_OK;
+}
+
+static void *map_region(int fd, uint64_t off, size_t len)
+{
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/* Checks that the header the peer wrote into its segment is the one its address names,
+ * made with the job key. Logs and returns the status to report for the peer. */
+static weft_status_t seg_verify(wt_link_t *l, int peer, const struct wt_shm_blob *b,
+				const struct wt_shm_seg_hdr *h)
+{
+	struct wt_shm_seg_hdr c;
+
+	memcpy(&c, h, offsetof(struct wt_shm_seg_hdr, sleeping));
+	if (memcmp(c.magic, WT_SHM_MAGIC, sizeof(c.magic)) != 0 || c.version != WT_SHM_VERSION ||
+	    c.rank != (uint32_t)peer || c.size != (uint32_t)l->size ||
+	    c.ring_cap != WT_SHM_RING_CAP || c.ring_off != WT_SHM_RING_OFF ||
+	    c.ring_stride != WT_SHM_RING_STRIDE || c.seg_size != l->seg_size) {
+		WT_ERROR("shm: segment of peer rank %d (pid %d) has a bad header", peer,
+			 (int)b->pid);
+		return WEFT_ERR_PROTOCOL;
+	}
+	if (memcmp(c.nonce, b->nonce, sizeof(c.nonce)) != 0 ||
+	    !seg_mac_ok(&l->key, c.nonce, l->job_id, peer, l->size, c.mac)) {
+		WT_ERROR("shm: segment of peer rank %d (pid %d) failed authentication with the "
+			 "job key; refusing it",
+			 peer, (int)b->pid);
+		return WEFT_ERR_AUTH;
+	}
+	return WEFT_OK;
+}
+
+static weft_status_t open_peer_seg(wt_link_t *l, int peer, const struct wt_shm_blob *b, int *fd)
+{
+	char path[64];
+	struct stat stbuf;
+	int seals;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)b->pid, (int)b->memfd);
+	*fd = open(path, O_RDWR | O_CLOEXEC);
+	if (*fd < 0) {
+		int err = errno;
+
+		WT_ERROR("shm: opening segment %s of peer rank %d failed: %s", path, peer,
+			 strerror(err));
+		return err == ENOENT || err == ESRCH ? WEFT_ERR_PEER_FAILED : WEFT_ERR_SYSTEM;
+	}
+	seals = fcntl(*fd, F_GET_SEALS);
+	if (fstat(*fd, &stbuf) != 0 || !S_ISREG(stbuf.st_mode) ||
+	    (uint64_t)stbuf.st_size != l->seg_size || seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		WT_ERROR("shm: %s of peer rank %d is not a sealed segment of %llu bytes", path,
+			 peer, (unsigned long long)l->seg_size);
+		return WEFT_ERR_PROTOCOL;
+	}
+	return WEFT_OK;
+}
+
+static weft_status_t bell_connect(int peer, const struct wt_shm_blob *b, int *sock)
+{
+	struct sockaddr_un sa;
+	socklen_t salen;
+	char name[WT_SHM_BELL_NAME_MAX];
+
+	memcpy(name, b->name, b->name_len);
+	name[b->name_len] = '\0';
+	bell_addr(name, &sa, &salen);
+	*sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (*sock < 0 || connect(*sock, (struct sockaddr *)&sa, salen) != 0) {
+		WT_ERROR("shm: doorbell '%s' of peer rank %d is unreachable (another network "
+			 "namespace?): %s",
+			 name, peer, strerror(errno));
+		return WEFT_ERR_SYSTEM;
+	}
+	return WEFT_OK;
+}
+
+static weft_status_t peer_attach(wt_link_t *l, int peer, const struct wt_shm_blob *b)
+{
+	struct shm_peer *p = &l->peers[peer];
+	weft_status_t st;
+	int fd = -1;
+
+	/* The pidfd is taken first: if the segment then verifies, it names the same process. */
+	p->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)b->pid, 0);
+	p->pid = (pid_t)b->pid;
+	st = open_peer_seg(l, peer, b, &fd);
+	if (st == WEFT_OK) {
+		p->tx_hdr = map_region(fd, 0, WT_SHM_ALIGN);
+		p->tx_ctl = map_region(fd, ring_off_for(l->rank), WT_SHM_RING_STRIDE);
+		if (!p->tx_hdr || !p->tx_ctl) {
+			WT_ERROR("shm: mapping the segment of peer rank %d failed: %s", peer,
+				 strerror(errno));
+			st = WEFT_ERR_SYSTEM;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (st == WEFT_OK)
+		st = seg_verify(l, peer, b, p->tx_hdr);
+	if (st == WEFT_OK) {
+		p->rx_ctl = map_region(l->memfd, ring_off_for(peer), WT_SHM_RING_STRIDE);
+		if (p->rx_ctl == NULL) {
+			WT_ERROR("shm: mapping our ring for peer rank %d failed: %s", peer,
+				 strerror(errno));
+			st = WEFT_ERR_SYSTEM;
+		}
+	}
+	if (st == WEFT_OK)
+		st = bell_connect(peer, b, &p->bell);
+	if (st == WEFT_OK && p->pidfd >= 0) {
+		struct epoll_event e = {.events = EPOLLIN, .data.fd = p->pidfd};
+
+		/* A peer that dies while we sleep wakes us. */
+		if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, p->pidfd, &e) != 0) {
+			WT_ERROR("shm: epoll add of peer rank %d failed: %s", peer,
+				 strerror(errno));
+			st = WEFT_ERR_SYSTEM;
+		}
+	}
+	return st;
+}
+
+static weft_status_t shm_connect(wt_link_t *l, int peer, const void *blob, size_t len)
+{
+	struct shm_peer *p;
+	struct wt_shm_blob b;
+	weft_status_t st;
+
+	if (l == NULL || peer < 0 || peer >= l->size || peer == l->rank) {
+		WT_ERROR("shm: connect to bad peer rank %d", peer);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	p = &l->peers[peer];
+	if (p->state != SHM_PEER_NONE) {
+		WT_ERROR("shm: connect to peer rank %d called twice", peer);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	st = blob_parse(l, peer, blob, len, &b);
+	if (st != WEFT_OK)
+		return st;
+	st = peer_attach(l, peer, &b);
+	if (st != WEFT_OK) {
+		/* Reported as an event: one bad peer must not stop the others. */
+		peer_unmap(p);
+		push_error(l, peer, st);
+		return WEFT_OK;
+	}
+	p->rx_data = (uint8_t *)p->rx_ctl + WT_SHM_ALIGN;
+	p->tx_data = (uint8_t *)p->tx_ctl + WT_SHM_ALIGN;
+	p->state = SHM_PEER_UP;
+	l->active[l->nactive++] = peer;
+	return WEFT_OK;
+}
+
+/* ---- send ---- */
+
+static weft_status_t peer_usable(wt_link_t *l, int peer)
+{
+	if (l == NULL || peer < 0 || peer >= l->size) {
+		WT_ERROR("shm: bad peer rank %d", peer);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	switch (l->peers[peer].state) {
+	case SHM_PEER_UP:
+		return WEFT_OK;
+	case SHM_PEER_NONE:
+		WT_ERROR("shm: peer rank %d is not connected", peer);
+		return WEFT_ERR_INVALID_ARG;
+	case SHM_PEER_DYING:
+		return WEFT_ERR_PEER_FAILED;
+	default:
+		return l->peers[peer].status;
+	}
+}
+
+static weft_status_t iov_total(const struct iovec *iov, int iovcnt, size_t max, size_t *total)
+{
+	size_t t = 0;
+
+	if (iovcnt < 0 || (iovcnt > 0 && iov == NULL))
+		return WEFT_ERR_INVALID_ARG;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > max || (iov[i].iov_len > 0 && iov[i].iov_base == NULL))
+			return WEFT_ERR_INVALID_ARG;
+		t += iov[i].iov_len;
+		if (t > max)
+			return WEFT_ERR_INVALID_ARG;
+	}
+	*total = t;
+	return WEFT_OK;
+}
+
+/* Room for need bytes at head? Reads the consumer's tail only when the cached one says
+ * no, and asks the consumer to ring our doorbell when it frees space. */
+static int tx_room(wt_link_t *l, int peer, uint64_t head, uint64_t need)
+{
+	struct shm_peer *p = &l->peers[peer];
+	uint64_t t;
+
+	if (WT_SHM_RING_CAP - (head - p->tx_tail_cache) >= need)
+		return 1;
+	for (int pass = 0; pass < 2; pass++) {
+		t = atomic_load_explicit(&p->tx_ctl->tail, memory_order_acquire);
+		if (head - t > WT_SHM_RING_CAP || (t & 7u)) {
+			WT_ERROR("shm: peer rank %d published a bad ring tail %llu (head %llu)",
+				 peer, (unsigned long long)t, (unsigned long long)head);
+			push_error(l, peer, WEFT_ERR_PROTOCOL);
+			return -1;
+		}
+		p->tx_tail_cache = t;
+		if (WT_SHM_RING_CAP - (head - t) >= need)
+			return 1;
+		if (pass == 0) {
+			atomic_store_explicit(&p->tx_ctl->prod_waiting, 1, memory_order_relaxed);
+			atomic_thread_fence(memory_order_seq_cst);
+		}
+	}
+	return 0;
+}
+
+static void tx_copy(uint8_t *dst, const struct iovec *iov, int iovcnt)
+{
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len == 0)
+			continue;
+		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+}
+
+static void wake_receiver(struct shm_peer *p)
+{
+	_Atomic uint32_t *flag = &p->tx_hdr->sleeping;
+
+	/* Pairs with the fence in shm_arm(): either it sees our head or we see its flag. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(flag, memory_order_relaxed) == 0)
+		return;
+	/* Only the sender that clears the flag rings, so a sleep costs one datagram. */
+	if (atomic_exchange(flag, 0) != 0)
+		ring_bell(p->bell);
+}
+
+static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+			      void *cookie)
+{
+	struct shm_peer *p;
+	uint64_t head, off, gap, need, total_need;
+	size_t len;
+	weft_status_t st;
+	int room;
+
+	(void)cookie;
+	st = peer_usable(l, peer);
+	if (st != WEFT_OK)
+		return st;
+	if (iov_total(iov, iovcnt, WT_SHM_MAX_FRAME, &len) != WEFT_OK) {
+		WT_ERROR("shm: bad iov for a frame to peer rank %d (at most %u bytes)", peer,
+			 (unsigned)WT_SHM_MAX_FRAME);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	p = &l->peers[peer];
+	head = p->tx_head;
+	off = head & (WT_SHM_RING_CAP - 1);
+	gap = WT_SHM_RING_CAP - off;
+	need = WT_SHM_REC_HDR + round8(len);
+	/* Frames are contiguous: when one does not fit before the end, skip to the start. */
+	total_need = need <= gap ? need : gap + need;
+	room = tx_room(l, peer, head, total_need);
+	if (room < 0)
+		return WEFT_ERR_PROTOCOL;
+	if (room == 0)
+		return WT_AGAIN;
+	if (need > gap) {
+		__atomic_store_n((uint32_t *)(p->tx_data + off), WT_SHM_WRAP, __ATOMIC_RELAXED);
+		head += gap;
+		off = 0;
+	}
+	__atomic_store_n((uint32_t *)(p->tx_data + off), (uint32_t)len, __ATOMIC_RELAXED);
+	__atomic_store_n((uint32_t *)(p->tx_data + off + 4), 0u, __ATOMIC_RELAXED);
+	tx_copy(p->tx_data + off + WT_SHM_REC_HDR, iov, iovcnt);
+	head += need;
+	p->tx_head = head;
+	atomic_store_explicit(&p->tx_ctl->head, head, memory_order_release);
+	wake_receiver(p);
+	return WEFT_OK;
+}
+
+/* ---- poll ---- */
+
+static void rx_publish(wt_link_t *l)
+{
+	for (int i = 0; i < l->nactive; i++) {
+		struct shm_peer *p = &l->peers[l->active[i]];
+
+		if (p->rx_tail == p->rx_tail_pub)
+			continue;
+		atomic_store_explicit(&p->rx_ctl->tail, p->rx_tail, memory_order_release);
+		p->rx_tail_pub = p->rx_tail;
+		/* Pairs with the fence in tx_room(): a blocked producer is woken. */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&p->rx_ctl->prod_waiting, memory_order_relaxed) &&
+		    atomic_exchange(&p->rx_ctl->prod_waiting, 0))
+			ring_bell(p->bell);
+	}
+}
+
+static void rx_corrupt(wt_link_t *l, int peer, const char *what, uint64_t val)
+{
+	WT_ERROR("shm: peer rank %d wrote a corrupt ring (%s %llu); dropping the peer", peer, what,
+		 (unsigned long long)val);
+	push_error(l, peer, WEFT_ERR_PROTOCOL);
+}
+
+/* Delivers up to max frames from peer's ring; they stay in place until the next poll. */
+static int rx_peer(wt_link_t *l, int peer, wt_link_event_t *ev, int max)
+{
+	struct shm_peer *p = &l->peers[peer];
+	uint64_t head = atomic_load_explicit(&p->rx_ctl->head, memory_order_acquire);
+	uint64_t tail = p->rx_tail;
+	int n = 0;
+
+	if (head - tail > WT_SHM_RING_CAP || (head & 7u)) {
+		rx_corrupt(l, peer, "head", head);
+		return 0;
+	}
+	while (n < max && tail != head) {
+		uint64_t avail = head - tail;
+		uint64_t off = tail & (WT_SHM_RING_CAP - 1);
+		uint32_t len = __atomic_load_n((uint32_t *)(p->rx_data + off), __ATOMIC_RELAXED);
+		uint64_t rec;
+
+		if (len == WT_SHM_WRAP) {
+			if (WT_SHM_RING_CAP - off > avail) {
+				rx_corrupt(l, peer, "wrap at offset", off);
+				break;
+			}
+			tail += WT_SHM_RING_CAP - off;
+			continue;
+		}
+		rec = WT_SHM_REC_HDR + round8(len);
+		if (len > WT_SHM_MAX_FRAME || rec > avail || off + rec > WT_SHM_RING_CAP) {
+			rx_corrupt(l, peer, "frame length", len);
+			break;
+		}
+		memset(&ev[n], 0, sizeof(ev[n]));
+		ev[n].type = WT_LINK_EV_FRAME;
+		ev[n].peer = peer;
+		ev[n].data = p->rx_data + off + WT_SHM_REC_HDR;
+		ev[n].len = len;
+		n++;
+		tail += rec;
+	}
+	p->rx_tail = tail;
+	if (p->state == SHM_PEER_DYING && tail == head)
+		push_error(l, peer, WEFT_ERR_PEER_FAILED);
+	return n;
+}
+
+static void mark_dead(wt_link_t *l, int peer)
+{
+	struct shm_peer *p = &l->peers[peer];
+
+	if (p->state != SHM_PEER_UP)
+		return;
+	/* The channel above decides whether this is an error (ops were pending) or the
+	 * normal end of a job. */
+	WT_INFO("shm: peer rank %d (pid %d) has exited or closed its link", peer, (int)p->pid);
+	p->state = SHM_PEER_DYING;
+	if (p->pidfd >= 0) {
+		/* An exited pidfd stays readable: keep it out of the sleep set. */
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
+		close(p->pidfd);
+		p->pidfd = -1;
+	}
+}
+
+static void check_liveness(wt_link_t *l)
+{
+	int n = 0;
+
+	for (int i = 0; i < l->nactive; i++) {
+		struct shm_peer *p = &l->peers[l->active[i]];
+
+		if (p->state != SHM_PEER_UP)
+			continue;
+		if (atomic_load_explicit(&p->tx_hdr->closed, memory_order_acquire)) {
+			mark_dead(l, l->active[i]);
+			continue;
+		}
+		if (p->pidfd >= 0) {
+			l->pfds[n].fd = p->pidfd;
+			l->pfds[n].events = POLLIN;
+			l->pfds[n].revents = 0;
+			n++;
+		} else if (kill(p->pid, 0) != 0 && errno == ESRCH) {
+			mark_dead(l, l->active[i]);
+		}
+	}
+	if (n == 0 || poll(l->pfds, (nfds_t)n, 0) <= 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		if (!l->pfds[i].revents)
+			continue;
+		for (int j = 0; j < l->nactive; j++) {
+			if (l->peers[l->active[j]].pidfd == l->pfds[i].fd) {
+				mark_dead(l, l->active[j]);
+				break;
+			}
+		}
+	}
+}
+
+static void prune_active(wt_link_t *l)
+{
+	int k = 0;
+
+	for (int i = 0; i < l->nactive; i++) {
+		if (l->peers[l->active[i]].state != SHM_PEER_FAILED)
+			l->active[k++] = l->active[i];
+	}
+	l->nactive = k;
+}
+
+static int shm_poll(wt_link_t *l, wt_link_event_t *ev, int max)
+{
+	uint64_t now;
+	int n, start;
+
+	if (l == NULL || max < 0 || (max > 0 && ev == NULL))
+		return WEFT_ERR_INVALID_ARG;
+	rx_publish(l);
+	n = pop_errors(l, ev, max);
+	now = wt_util_time_ns();
+	if (now >= l->next_live_ns) {
+		check_liveness(l);
+		l->next_live_ns = now + SHM_LIVENESS_NS;
+	}
+	start = l->nactive ? l->rr++ % l->nactive : 0;
+	for (int i = 0; i < l->nactive && n < max; i++)
+		n += rx_peer(l, l->active[(start + i) % l->nactive], ev + n, max - n);
+	prune_active(l);
+	n += pop_errors(l, ev + n, max - n);
+	return n;
+}
+
+/* ---- sleeping ---- */
+
+static int shm_fd(wt_link_t *l)
+{
+	return l ? l->epfd : -1;
+}
+
+static int rx_pending(wt_link_t *l)
+{
+	for (int i = 0; i < l->nactive; i++) {
+		struct shm_peer *p = &l->peers[l->active[i]];
+
+		if (p->state == SHM_PEER_DYING)
+			return 1;
+		if (atomic_load_explicit(&p->rx_ctl->head, memory_order_acquire) != p->rx_tail)
+			return 1;
+	}
+	return 0;
+}
+
+static int shm_arm(wt_link_t *l)
+{
+	if (l == NULL)
+		return 1;
+	if (l->errq_len > 0)
+		return 1;
+	atomic_store_explicit(&l->hdr->sleeping, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	/* Liveness is checked now too: a dead peer would otherwise wake us in a loop. */
+	check_liveness(l);
+	if (rx_pending(l)) {
+		atomic_store_explicit(&l->hdr->sleeping, 0, memory_order_relaxed);
+		return 1;
+	}
+	return 0;
+}
+
+static void shm_disarm(wt_link_t *l)
+{
+	char buf[64];
+
+	if (l == NULL)
+		return;
+	atomic_store_explicit(&l->hdr->sleeping, 0, memory_order_relaxed);
+	for (int i = 0; i < SHM_BELL_DRAIN_MAX; i++) {
+		if (recv(l->bell_fd, buf, sizeof(buf), MSG_DONTWAIT) < 0 && errno != EINTR)
+			break;
+	}
+}
+
+/* ---- get ---- */
+
+static weft_status_t shm_get(wt_link_t *l, int peer, void *local, const wt_link_remote_t *remote,
+			     size_t off, size_t len)
+{
+	size_t done = 0;
+	weft_status_t st = peer_usable(l, peer);
+
+	if (st != WEFT_OK)
+		return st;
+	if (remote == NULL || (local == NULL && len > 0) || off > remote->len ||
+	    len > remote->len - off || remote->addr + off < remote->addr ||
+	    remote->addr + off + len < remote->addr + off) {
+		WT_ERROR("shm: get of %zu bytes at offset %zu from peer rank %d is out of the "
+			 "published range",
+			 len, off, peer);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	while (done < len) {
+		struct iovec lv = {(uint8_t *)local + done, len - done};
+		struct iovec rv = {(void *)(uintptr_t)(remote->addr + off + done), len - done};
+		ssize_t n = process_vm_readv(l->peers[peer].pid, &lv, 1, &rv, 1, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 ? errno : EFAULT;
+
+			WT_ERROR("shm: get of %zu bytes from peer rank %d (pid %d) failed after "
+				 "%zu bytes: %s",
+				 len, peer, (int)l->peers[peer].pid, done, strerror(err));
+			if (err == ESRCH)
+				return WEFT_ERR_PEER_FAILED;
+			return err == EFAULT ? WEFT_ERR_INVALID_ARG : WEFT_ERR_SYSTEM;
+		}
+		done += (size_t)n;
+	}
+	return WEFT_OK;
+}
+
+static weft_status_t shm_probe(char *msg, size_t msglen)
+{
+	if (access("/proc/self/fd", R_OK) != 0) {
+		if (msg && msglen)
+			snprintf(msg, msglen, "shm: /proc is not mounted");
+		return WEFT_ERR_NO_DEVICE;
+	}
+	if (msg && msglen)
+		msg[0] = '\0';
+	return WEFT_OK;
+}
+
+const wt_link_ops_t wt_shm_ops = {
+    .size = sizeof(wt_link_ops_t),
+    .name = "shm",
+    .caps = WT_LINK_CAP_RELIABLE | WT_LINK_CAP_ORDERED | WT_LINK_CAP_GET | WT_LINK_CAP_HAS_FD,
+    .probe = shm_probe,
+    .open = shm_open_link,
+    .address = shm_address,
+    .connect = shm_connect,
+    .send = shm_send,
+    .poll = shm_poll,
+    .get = shm_get,
+    .fd = shm_fd,
+    .arm = shm_arm,
+    .disarm = shm_disarm,
+    .close = shm_close,
+};

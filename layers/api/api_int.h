@@ -1,0 +1,108 @@
+/* Internal state of the API layer (layers/api): the context (one per process and
+ * rendezvous: links, channel, progress thread), communicators (views onto a context)
+ * and requests. Never included from below. */
+#ifndef WT_API_INT_H
+#define WT_API_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <weft/weft.h>
+#include "lib/util/crypto.h"
+#include "lib/boot/store.h"
+#include "drivers/link.h"
+#include "layers/channel/channel.h"
+#include "layers/schedule/plan.h"
+#include "layers/schedule/exec.h"
+
+#define WT_API_ERR_LEN 512
+
+typedef struct wt_api_ctx wt_api_ctx_t;
+
+/* Settings read from WEFT_* once per context. */
+typedef struct {
+	double timeout;		/* WEFT_TIMEOUT: every blocking wait */
+	double connect_timeout; /* WEFT_CONNECT_TIMEOUT */
+	char links[16];		/* WEFT_LINKS: auto | tcp | shm */
+	char algo[64];		/* WEFT_ALGO: forced algorithm name or "" */
+	size_t seg_bytes;	/* WEFT_SEG_SIZE: pipeline segment (0 = algorithm default) */
+	size_t eager_limit;	/* WEFT_EAGER_LIMIT (0 = channel default) */
+	int progress_thread;	/* WEFT_PROGRESS_THREAD */
+	int spin_us;		/* WEFT_SPIN_US: busy-poll budget before sleeping */
+} wt_api_config_t;
+
+struct wt_api_ctx {
+	int rank, size;
+	int local_rank, local_size;
+	char job_id[24];
+	wt_util_key_t key;
+	wt_api_config_t cfg;
+
+	wt_boot_server_t *server; /* on world rank 0 */
+	wt_boot_store_t *store;
+
+	wt_link_t *links[4];
+	const char *link_names[4];
+	int nlinks;
+	int *peer_link; /* index into links per world rank; -1 = self */
+	wt_chan_t *chan;
+	wt_sched_cache_t *cache;
+
+	pthread_mutex_t lock;	/* serialises the channel, executors and requests */
+	pthread_cond_t done_cv; /* broadcast whenever a request completes */
+	pthread_t thread;
+	int thread_started;
+	atomic_int stop;
+	int wake_fd;	     /* eventfd: wakes the progress thread */
+	int epfd;	     /* epoll over the channel fds and wake_fd */
+	atomic_int sleeping; /* progress thread is blocked in epoll */
+	atomic_int active;   /* requests in flight */
+	atomic_int spinning; /* callers busy-polling in wait */
+	int oversubscribed;  /* more local ranks than cores: never spin */
+
+	int ncomms; /* communicators alive on this context */
+	uint16_t next_comm_id;
+	char init_err[WT_API_ERR_LEN];
+};
+
+struct weft_comm {
+	wt_api_ctx_t *ctx;
+	uint16_t id;
+	int rank, size;
+	int *world; /* comm rank -> world rank */
+	uint32_t seq;
+	char last_error[WT_API_ERR_LEN];
+};
+
+struct weft_request {
+	weft_comm_t *comm;
+	wt_sched_exec_t *exec;
+	wt_sched_plan_t *plan;
+	const char *what; /* collective name */
+	uint32_t seq;
+	uint64_t deadline; /* monotonic ns */
+	atomic_int done;
+	weft_status_t status;
+	char msg[WT_API_ERR_LEN];
+};
+
+/* context.c */
+weft_status_t wt_api_ctx_create(wt_api_ctx_t **out, char *err, size_t errlen);
+void wt_api_ctx_release(wt_api_ctx_t *ctx);
+/* Drive the channel once (caller holds ctx->lock); returns events handled. */
+int wt_api_progress_locked(wt_api_ctx_t *ctx);
+/* Wake the progress thread if it sleeps (new work was posted). */
+void wt_api_wake(wt_api_ctx_t *ctx);
+/* Sleep until a link or the wake fd has work, at most timeout_ms (lock not held). */
+void wt_api_sleep_fds(wt_api_ctx_t *ctx, int timeout_ms);
+extern const wt_sched_net_t wt_api_net_template;
+
+/* request.c */
+weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
+				void *recvbuf, weft_request_t **req);
+weft_status_t wt_api_wait_one(weft_request_t **req);
+weft_status_t wt_api_test_one(weft_request_t **req, int *done);
+void wt_api_set_error(weft_comm_t *comm, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

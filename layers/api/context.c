@@ -1,0 +1,646 @@
+/* The API context (layers/api): reads the launcher environment, runs the rendezvous,
+ * opens links, wires the channel and owns the progress thread. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include "lib/util/env.h"
+#include "lib/util/log.h"
+#include "lib/util/time.h"
+#include "layers/api/api_int.h"
+
+#define WT_API_HOSTID_MAX 300
+#define WT_API_BLOB_MAX (WT_LINK_ADDR_MAX + 64)
+
+static void ctx_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void ctx_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* First of several variable names that is set; NULL if none. */
+static const char *env_first(const char *const *names, const char **which)
+{
+	for (; *names != NULL; names++) {
+		const char *v = wt_util_env_str(*names);
+		if (v != NULL) {
+			*which = *names;
+			return v;
+		}
+	}
+	return NULL;
+}
+
+static weft_status_t env_rank_var(const char *const *names, int64_t min, int64_t max, int64_t *out,
+				  int *found, char *err, size_t errlen)
+{
+	const char *which = NULL;
+	const char *v = env_first(names, &which);
+
+	*found = 0;
+	if (v == NULL)
+		return WEFT_OK;
+	if (wt_util_parse_int(v, min, max, out) != 0) {
+		ctx_err(err, errlen, "%s='%s' is not an integer in [%lld, %lld]", which, v,
+			(long long)min, (long long)max);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	*found = 1;
+	return WEFT_OK;
+}
+
+/* RANK / WORLD_SIZE with Slurm and Open MPI fallbacks; neither set = a world of one. */
+static weft_status_t read_world(wt_api_ctx_t *ctx, char *err, size_t errlen)
+{
+	static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
+						NULL};
+	static const char *const size_vars[] = {"WORLD_SIZE", "SLURM_NTASKS",
+						"OMPI_COMM_WORLD_SIZE", NULL};
+	static const char *const lrank_vars[] = {"LOCAL_RANK", "SLURM_LOCALID",
+						 "OMPI_COMM_WORLD_LOCAL_RANK", NULL};
+	static const char *const lsize_vars[] = {"LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE",
+						 "OMPI_COMM_WORLD_LOCAL_SIZE", NULL};
+	int64_t rank = 0, size = 1, lrank = 0, lsize = 1;
+	int have_rank, have_size, have_lr, have_ls;
+	weft_status_t st;
+
+	st = env_rank_var(rank_vars, 0, 1 << 24, &rank, &have_rank, err, errlen);
+	if (st == WEFT_OK)
+		st = env_rank_var(size_vars, 1, 1 << 24, &size, &have_size, err, errlen);
+	if (st == WEFT_OK)
+		st = env_rank_var(lrank_vars, 0, 1 << 24, &lrank, &have_lr, err, errlen);
+	if (st == WEFT_OK)
+		st = env_rank_var(lsize_vars, 1, 1 << 24, &lsize, &have_ls, err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	if (have_rank != have_size) {
+		ctx_err(err, errlen, "%s is set but %s is not: set both (as torchrun does)",
+			have_rank ? "RANK" : "WORLD_SIZE", have_rank ? "WORLD_SIZE" : "RANK");
+		return WEFT_ERR_INVALID_ARG;
+	}
+	if (rank >= size) {
+		ctx_err(err, errlen, "RANK=%lld is not below WORLD_SIZE=%lld", (long long)rank,
+			(long long)size);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	if (!have_lr)
+		lrank = rank;
+	if (!have_ls)
+		lsize = size;
+	if (lrank >= lsize)
+		lsize = lrank + 1;
+	ctx->rank = (int)rank;
+	ctx->size = (int)size;
+	ctx->local_rank = (int)lrank;
+	ctx->local_size = (int)lsize;
+	return WEFT_OK;
+}
+
+static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
+{
+	weft_status_t st;
+	int64_t v;
+	const char *s;
+
+	memset(c, 0, sizeof(*c));
+	st = wt_util_env_seconds("WEFT_TIMEOUT", 600, 0.001, 1e9, &c->timeout, err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	st = wt_util_env_seconds("WEFT_CONNECT_TIMEOUT", 60, 0.001, 1e9, &c->connect_timeout, err,
+				 errlen);
+	if (st != WEFT_OK)
+		return st;
+	s = wt_util_env_str("WEFT_LINKS");
+	if (s == NULL)
+		s = "auto";
+	if (strcmp(s, "auto") != 0 && strcmp(s, "tcp") != 0 && strcmp(s, "shm") != 0) {
+		ctx_err(err, errlen, "WEFT_LINKS='%s' is not one of auto, tcp, shm", s);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	snprintf(c->links, sizeof(c->links), "%s", s);
+	s = wt_util_env_str("WEFT_ALGO");
+	if (s != NULL) {
+		if (strlen(s) >= sizeof(c->algo)) {
+			ctx_err(err, errlen, "WEFT_ALGO='%.40s...' is too long", s);
+			return WEFT_ERR_INVALID_ARG;
+		}
+		snprintf(c->algo, sizeof(c->algo), "%s", s);
+	}
+	st = wt_util_env_int("WEFT_SEG_SIZE", 0, 0, (int64_t)1 << 30, &v, err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	if (v != 0 && v < 64) {
+		ctx_err(err, errlen, "WEFT_SEG_SIZE=%lld is below the minimum of 64 bytes",
+			(long long)v);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	c->seg_bytes = (size_t)v;
+	st = wt_util_env_int("WEFT_EAGER_LIMIT", 0, 0, 1 << 20, &v, err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	c->eager_limit = (size_t)v;
+	st = wt_util_env_bool("WEFT_PROGRESS_THREAD", 1, &c->progress_thread, err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	st = wt_util_env_int("WEFT_SPIN_US", 1000, 0, 1000000, &v, err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	c->spin_us = (int)v;
+	return WEFT_OK;
+}
+
+/* Same host = same boot id and hostname, unless WEFT_HOST_ID says otherwise. */
+static void host_identity(char *buf, size_t len)
+{
+	const char *forced = wt_util_env_str("WEFT_HOST_ID");
+	char host[256] = "";
+	char boot[64] = "";
+	FILE *f;
+
+	if (forced != NULL) {
+		snprintf(buf, len, "id:%s", forced);
+		return;
+	}
+	gethostname(host, sizeof(host) - 1);
+	f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	if (f != NULL) {
+		if (fgets(boot, sizeof(boot), f) == NULL)
+			boot[0] = '\0';
+		fclose(f);
+	}
+	boot[strcspn(boot, "\n")] = '\0';
+	snprintf(buf, len, "host:%s/%s", host, boot);
+}
+
+static weft_status_t store_get_str(wt_api_ctx_t *ctx, const char *key, char *buf, size_t cap,
+				   char *err, size_t errlen)
+{
+	size_t len = 0;
+	weft_status_t st;
+
+	st = wt_boot_store_get(ctx->store, key, buf, cap - 1, &len, ctx->cfg.connect_timeout);
+	if (st != WEFT_OK) {
+		ctx_err(err, errlen, "rendezvous: reading '%s' from the store failed: %s (%s)", key,
+			weft_strerror(st), wt_boot_store_error(ctx->store));
+		return st;
+	}
+	buf[len] = '\0';
+	return WEFT_OK;
+}
+
+static weft_status_t rendezvous_connect(wt_api_ctx_t *ctx, char *err, size_t errlen)
+{
+	const char *addr = wt_util_env_str("MASTER_ADDR");
+	const char *token = wt_util_env_str("WEFT_JOB_TOKEN");
+	int64_t port = 29500;
+	weft_status_t st;
+	char fallback[320];
+
+	if (addr == NULL)
+		addr = "127.0.0.1";
+	st = wt_util_env_int("MASTER_PORT", 29500, 1, 65535, &port, err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	if (token == NULL) {
+		/* torchrun does not set a token: fall back to one every rank can derive, and
+		 * say that it is not a secret. */
+		snprintf(fallback, sizeof(fallback), "weft-no-token:%s:%lld:%d", addr,
+			 (long long)port, ctx->size);
+		token = fallback;
+		if (ctx->rank == 0)
+			WT_WARN("WEFT_JOB_TOKEN is not set: connections are authenticated "
+				"with a token derived from MASTER_ADDR/PORT, which is no secret");
+	}
+	wt_util_key_from_token(&ctx->key, token);
+	if (ctx->rank == 0) {
+		st = wt_boot_server_start(NULL, (int)port, &ctx->key, &ctx->server, err, errlen);
+		if (st != WEFT_OK)
+			return st;
+	}
+	return wt_boot_store_connect(addr, (int)port, &ctx->key, ctx->cfg.connect_timeout,
+				     &ctx->store, err, errlen);
+}
+
+/* Which link carries traffic between two ranks; the same answer on both sides. */
+static const char *link_for(const wt_api_ctx_t *ctx, const char *my_host, const char *peer_host)
+{
+	if (strcmp(ctx->cfg.links, "auto") != 0)
+		return ctx->cfg.links;
+	return strcmp(my_host, peer_host) == 0 ? "shm" : "tcp";
+}
+
+static int link_index(wt_api_ctx_t *ctx, const char *name)
+{
+	for (int i = 0; i < ctx->nlinks; i++) {
+		if (strcmp(ctx->link_names[i], name) == 0)
+			return i;
+	}
+	return -1;
+}
+
+static weft_status_t open_link(wt_api_ctx_t *ctx, const char *name, const char *bind_ip, char *err,
+			       size_t errlen)
+{
+	const wt_link_ops_t *ops = wt_link_find(name);
+	wt_link_config_t lc;
+	char why[256] = "";
+	weft_status_t st;
+	wt_link_t *link = NULL;
+
+	if (ops == NULL) {
+		ctx_err(err, errlen, "link driver '%s' is not built into this library", name);
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	if (ops->size != sizeof(wt_link_ops_t)) {
+		ctx_err(err, errlen, "link driver '%s' has a mismatched ops table", name);
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	st = ops->probe(why, sizeof(why));
+	if (st != WEFT_OK) {
+		ctx_err(err, errlen, "link driver '%s' cannot run here: %s", name, why);
+		return st;
+	}
+	memset(&lc, 0, sizeof(lc));
+	lc.rank = ctx->rank;
+	lc.size = ctx->size;
+	lc.job_id = ctx->job_id;
+	lc.key = ctx->key;
+	lc.connect_timeout = ctx->cfg.connect_timeout;
+	lc.bind_addr = bind_ip;
+	st = ops->open(&lc, &link);
+	if (st != WEFT_OK) {
+		ctx_err(err, errlen, "opening link driver '%s' failed: %s", name,
+			weft_strerror(st));
+		return st;
+	}
+	ctx->links[ctx->nlinks] = link;
+	ctx->link_names[ctx->nlinks] = ops->name;
+	ctx->nlinks++;
+	return WEFT_OK;
+}
+
+/* Publish host id, agree on a job id, open the links this rank needs, exchange addresses
+ * and start connecting. */
+static weft_status_t wire_up(wt_api_ctx_t *ctx, char *err, size_t errlen)
+{
+	char key[64], me[WT_API_HOSTID_MAX], ip[64];
+	char(*hosts)[WT_API_HOSTID_MAX] = NULL;
+	unsigned char blob[WT_API_BLOB_MAX];
+	weft_status_t st;
+	int r;
+
+	host_identity(me, sizeof(me));
+	if (ctx->rank == 0) {
+		char id[17];
+		wt_util_random_hex(id, 8);
+		st = wt_boot_store_set(ctx->store, "job", id, strlen(id));
+		if (st != WEFT_OK)
+			goto store_fail;
+	}
+	st = store_get_str(ctx, "job", ctx->job_id, sizeof(ctx->job_id), err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	snprintf(key, sizeof(key), "host/%d", ctx->rank);
+	st = wt_boot_store_set(ctx->store, key, me, strlen(me));
+	if (st != WEFT_OK)
+		goto store_fail;
+	hosts = calloc((size_t)ctx->size, sizeof(*hosts));
+	ctx->peer_link = calloc((size_t)ctx->size, sizeof(int));
+	if (hosts == NULL || ctx->peer_link == NULL) {
+		free(hosts);
+		ctx_err(err, errlen, "out of memory for %d peers", ctx->size);
+		return WEFT_ERR_NO_MEMORY;
+	}
+	for (r = 0; r < ctx->size; r++) {
+		snprintf(key, sizeof(key), "host/%d", r);
+		st = store_get_str(ctx, key, hosts[r], sizeof(hosts[r]), err, errlen);
+		if (st != WEFT_OK)
+			goto out;
+	}
+	if (wt_boot_store_local_ip(ctx->store, ip, sizeof(ip)) != WEFT_OK)
+		snprintf(ip, sizeof(ip), "127.0.0.1");
+	/* Open each link kind some peer needs. */
+	for (r = 0; r < ctx->size; r++) {
+		const char *name;
+		ctx->peer_link[r] = -1;
+		if (r == ctx->rank)
+			continue;
+		name = link_for(ctx, me, hosts[r]);
+		if (strcmp(name, "shm") == 0 && strcmp(me, hosts[r]) != 0) {
+			ctx_err(err, errlen,
+				"WEFT_LINKS=shm but rank %d is on another host (%s, we are %s)", r,
+				hosts[r], me);
+			st = WEFT_ERR_INVALID_ARG;
+			goto out;
+		}
+		if (link_index(ctx, name) < 0) {
+			st = open_link(ctx, name, ip, err, errlen);
+			if (st != WEFT_OK)
+				goto out;
+		}
+		ctx->peer_link[r] = link_index(ctx, name);
+	}
+	for (int i = 0; i < ctx->nlinks; i++) {
+		size_t len = sizeof(blob);
+		wt_link_t *l = ctx->links[i];
+		st = wt_link_ops(l)->address(l, blob, &len);
+		if (st != WEFT_OK) {
+			ctx_err(err, errlen, "link '%s': no local address: %s", ctx->link_names[i],
+				weft_strerror(st));
+			goto out;
+		}
+		snprintf(key, sizeof(key), "addr/%s/%d", ctx->link_names[i], ctx->rank);
+		st = wt_boot_store_set(ctx->store, key, blob, len);
+		if (st != WEFT_OK)
+			goto store_fail_out;
+	}
+	for (r = 0; r < ctx->size; r++) {
+		size_t len = 0;
+		int li = ctx->peer_link[r];
+		wt_link_t *l;
+		if (li < 0)
+			continue;
+		l = ctx->links[li];
+		snprintf(key, sizeof(key), "addr/%s/%d", ctx->link_names[li], r);
+		st = wt_boot_store_get(ctx->store, key, blob, sizeof(blob), &len,
+				       ctx->cfg.connect_timeout);
+		if (st != WEFT_OK) {
+			ctx_err(err, errlen, "rendezvous: no %s address from rank %d: %s (%s)",
+				ctx->link_names[li], r, weft_strerror(st),
+				wt_boot_store_error(ctx->store));
+			goto out;
+		}
+		st = wt_link_ops(l)->connect(l, r, blob, len);
+		if (st != WEFT_OK) {
+			ctx_err(err, errlen, "link '%s': connecting to rank %d failed: %s",
+				ctx->link_names[li], r, weft_strerror(st));
+			goto out;
+		}
+		st = wt_chan_set_link(ctx->chan, r, l);
+		if (st != WEFT_OK) {
+			ctx_err(err, errlen, "channel: routing rank %d failed: %s", r,
+				weft_strerror(st));
+			goto out;
+		}
+	}
+	st = WEFT_OK;
+	goto out;
+store_fail_out:
+	free(hosts);
+	hosts = NULL;
+store_fail:
+	ctx_err(err, errlen, "rendezvous: writing to the store failed: %s (%s)", weft_strerror(st),
+		wt_boot_store_error(ctx->store));
+	return st;
+out:
+	free(hosts);
+	return st;
+}
+
+/* Every rank has wired up before any leaves init, so that no rank's first message meets a
+ * peer that has not opened its links yet, and rank 0's store outlives everyone's reads. */
+static weft_status_t init_barrier(wt_api_ctx_t *ctx, char *err, size_t errlen)
+{
+	int64_t n = 0;
+	char buf[8];
+	weft_status_t st;
+
+	st = wt_boot_store_add(ctx->store, "init/arrived", 1, &n);
+	if (st == WEFT_OK && n == ctx->size)
+		st = wt_boot_store_set(ctx->store, "init/done", "1", 1);
+	if (st != WEFT_OK) {
+		ctx_err(err, errlen, "rendezvous barrier failed: %s (%s)", weft_strerror(st),
+			wt_boot_store_error(ctx->store));
+		return st;
+	}
+	return store_get_str(ctx, "init/done", buf, sizeof(buf), err, errlen);
+}
+
+void wt_api_wake(wt_api_ctx_t *ctx)
+{
+	uint64_t one = 1;
+
+	if (!ctx->thread_started || !atomic_load(&ctx->sleeping))
+		return;
+	if (write(ctx->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		WT_DEBUG("waking the progress thread failed: %s", strerror(errno));
+}
+
+int wt_api_progress_locked(wt_api_ctx_t *ctx)
+{
+	if (ctx->chan == NULL)
+		return 0;
+	return wt_chan_progress(ctx->chan);
+}
+
+/* Block until a link fd or the wake fd is readable (or timeout_ms passes). */
+void wt_api_sleep_fds(wt_api_ctx_t *ctx, int timeout_ms)
+{
+	struct epoll_event ev[8];
+	uint64_t v;
+	int pending;
+
+	if (ctx->chan == NULL || ctx->epfd < 0) {
+		wt_util_sleep_ns((uint64_t)timeout_ms * 1000000ull);
+		return;
+	}
+	atomic_store(&ctx->sleeping, 1);
+	pthread_mutex_lock(&ctx->lock);
+	pending = wt_chan_arm(ctx->chan);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!pending) {
+		if (epoll_wait(ctx->epfd, ev, 8, timeout_ms) < 0 && errno != EINTR)
+			WT_WARN("epoll_wait in the progress thread failed: %s", strerror(errno));
+	} else {
+		/* Output is queued behind a full link: nothing will ring for it, so back off
+		 * briefly instead of sleeping on the fds. */
+		wt_util_sleep_ns(20000);
+	}
+	atomic_store(&ctx->sleeping, 0);
+	if (read(ctx->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		WT_DEBUG("draining the wake fd failed: %s", strerror(errno));
+	pthread_mutex_lock(&ctx->lock);
+	wt_chan_disarm(ctx->chan);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static void *progress_main(void *arg)
+{
+	wt_api_ctx_t *ctx = arg;
+	uint64_t last_work = wt_util_time_ns();
+	/* The thread spins far less than a waiter: it competes with the caller's own
+	 * computation, which is what async requests are for. */
+	uint64_t spin_ns = (uint64_t)(ctx->cfg.spin_us < 20 ? ctx->cfg.spin_us : 20) * 1000;
+
+	while (!atomic_load(&ctx->stop)) {
+		int n;
+		pthread_mutex_lock(&ctx->lock);
+		n = wt_api_progress_locked(ctx);
+		pthread_mutex_unlock(&ctx->lock);
+		if (n > 0) {
+			last_work = wt_util_time_ns();
+			continue;
+		}
+		/* A caller spinning in wait already polls; a second spinner would only take
+		 * the core from it (or from the caller's computation). */
+		if (!ctx->oversubscribed && atomic_load(&ctx->active) > 0 &&
+		    atomic_load(&ctx->spinning) == 0 && wt_util_time_ns() - last_work < spin_ns) {
+			sched_yield();
+			continue;
+		}
+		wt_api_sleep_fds(ctx, 100);
+	}
+	return NULL;
+}
+
+static weft_status_t start_progress(wt_api_ctx_t *ctx, char *err, size_t errlen)
+{
+	struct epoll_event ev;
+	int fds[16];
+	int n;
+
+	ctx->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ctx->wake_fd < 0 || ctx->epfd < 0) {
+		ctx_err(err, errlen, "progress engine: eventfd/epoll failed: %s", strerror(errno));
+		return WEFT_ERR_SYSTEM;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.fd = ctx->wake_fd;
+	if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, ctx->wake_fd, &ev) < 0)
+		goto sys_fail;
+	n = wt_chan_fds(ctx->chan, fds, 16);
+	for (int i = 0; i < n; i++) {
+		ev.events = EPOLLIN;
+		ev.data.fd = fds[i];
+		if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fds[i], &ev) < 0)
+			goto sys_fail;
+	}
+	if (!ctx->cfg.progress_thread)
+		return WEFT_OK;
+	if (pthread_create(&ctx->thread, NULL, progress_main, ctx) != 0) {
+		ctx_err(err, errlen, "progress engine: cannot start its thread");
+		return WEFT_ERR_SYSTEM;
+	}
+	ctx->thread_started = 1;
+	return WEFT_OK;
+sys_fail:
+	ctx_err(err, errlen, "progress engine: epoll_ctl failed: %s", strerror(errno));
+	return WEFT_ERR_SYSTEM;
+}
+
+static void ctx_free(wt_api_ctx_t *ctx)
+{
+	if (ctx->thread_started) {
+		atomic_store(&ctx->stop, 1);
+		atomic_store(&ctx->sleeping, 1);
+		wt_api_wake(ctx);
+		pthread_join(ctx->thread, NULL);
+	}
+	if (ctx->chan != NULL)
+		wt_chan_destroy(ctx->chan);
+	for (int i = 0; i < ctx->nlinks; i++)
+		wt_link_ops(ctx->links[i])->close(ctx->links[i]);
+	if (ctx->cache != NULL)
+		wt_sched_cache_free(ctx->cache);
+	if (ctx->store != NULL)
+		wt_boot_store_close(ctx->store);
+	if (ctx->server != NULL)
+		wt_boot_server_stop(ctx->server);
+	if (ctx->wake_fd >= 0)
+		close(ctx->wake_fd);
+	if (ctx->epfd >= 0)
+		close(ctx->epfd);
+	free(ctx->peer_link);
+	pthread_cond_destroy(&ctx->done_cv);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+}
+
+weft_status_t wt_api_ctx_create(wt_api_ctx_t **out, char *err, size_t errlen)
+{
+	wt_api_ctx_t *ctx = calloc(1, sizeof(*ctx));
+	wt_chan_config_t cc;
+	weft_status_t st;
+	long ncpu;
+
+	if (ctx == NULL) {
+		ctx_err(err, errlen, "out of memory for the context");
+		return WEFT_ERR_NO_MEMORY;
+	}
+	ctx->wake_fd = -1;
+	ctx->epfd = -1;
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_cond_init(&ctx->done_cv, NULL);
+	st = wt_util_crypto_init();
+	if (st != WEFT_OK) {
+		ctx_err(err, errlen, "libsodium failed to initialise");
+		goto fail;
+	}
+	st = read_world(ctx, err, errlen);
+	if (st == WEFT_OK)
+		st = read_config(&ctx->cfg, err, errlen);
+	if (st != WEFT_OK)
+		goto fail;
+	wt_util_log_set_rank(ctx->rank);
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	ctx->oversubscribed = ncpu > 0 && ctx->local_size > ncpu;
+	ctx->cache = wt_sched_cache_new(64);
+	if (ctx->cache == NULL) {
+		st = WEFT_ERR_NO_MEMORY;
+		ctx_err(err, errlen, "out of memory for the plan cache");
+		goto fail;
+	}
+	ctx->next_comm_id = 1;
+	if (ctx->size == 1) {
+		*out = ctx;
+		return WEFT_OK;
+	}
+	memset(&cc, 0, sizeof(cc));
+	cc.rank = ctx->rank;
+	cc.size = ctx->size;
+	cc.eager_limit = ctx->cfg.eager_limit;
+	st = wt_chan_create(&cc, &ctx->chan);
+	if (st != WEFT_OK) {
+		ctx_err(err, errlen, "creating the channel failed: %s", weft_strerror(st));
+		goto fail;
+	}
+	st = rendezvous_connect(ctx, err, errlen);
+	if (st == WEFT_OK)
+		st = wire_up(ctx, err, errlen);
+	if (st == WEFT_OK)
+		st = start_progress(ctx, err, errlen);
+	if (st == WEFT_OK)
+		st = init_barrier(ctx, err, errlen);
+	if (st != WEFT_OK)
+		goto fail;
+	*out = ctx;
+	return WEFT_OK;
+fail:
+	WT_ERROR("weft_init on rank %d: %s", ctx->rank, err);
+	ctx_free(ctx);
+	return st;
+}
+
+void wt_api_ctx_release(wt_api_ctx_t *ctx)
+{
+	int last;
+
+	pthread_mutex_lock(&ctx->lock);
+	last = --ctx->ncomms == 0;
+	pthread_mutex_unlock(&ctx->lock);
+	if (last)
+		ctx_free(ctx);
+}

@@ -1,0 +1,317 @@
+/* Requests (layers/api): start a collective as a plan execution, and wait / test with
+ * deadlines. Waiters spin briefly while driving progress themselves, then sleep. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <time.h>
+#include "lib/util/log.h"
+#include "lib/util/time.h"
+#include "layers/api/api_int.h"
+
+void wt_api_set_error(weft_comm_t *comm, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (comm == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(comm->last_error, sizeof(comm->last_error), fmt, ap);
+	va_end(ap);
+}
+
+/* The channel reports (arg, status, bytes, msg); the executor wants (arg, status, msg)
+ * and a handle to cancel by. One small record per network op bridges the two. */
+typedef struct {
+	wt_sched_net_done_fn_t cb;
+	void *arg;
+	wt_chan_op_t *op;
+	wt_chan_t *chan;
+} wt_api_netop_t;
+
+static void netop_done(void *arg, weft_status_t st, size_t bytes, const char *msg)
+{
+	wt_api_netop_t *o = arg;
+	wt_sched_net_done_fn_t cb = o->cb;
+	void *cb_arg = o->arg;
+
+	(void)bytes;
+	free(o);
+	cb(cb_arg, st, msg);
+}
+
+static wt_api_netop_t *netop_new(weft_comm_t *comm, wt_sched_net_done_fn_t cb, void *arg)
+{
+	wt_api_netop_t *o = malloc(sizeof(*o));
+
+	if (o == NULL)
+		return NULL;
+	o->cb = cb;
+	o->arg = arg;
+	o->op = NULL;
+	o->chan = comm->ctx->chan;
+	return o;
+}
+
+static weft_status_t net_post_send(void *nctx, int peer, uint64_t tag, const void *buf, size_t len,
+				   wt_sched_net_done_fn_t cb, void *arg, void **handle)
+{
+	weft_comm_t *comm = nctx;
+	wt_api_netop_t *o = netop_new(comm, cb, arg);
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	weft_status_t st;
+
+	if (o == NULL)
+		return WEFT_ERR_NO_MEMORY;
+	st = wt_chan_post_send(o->chan, comm->world[peer], tag, &iov, 1, netop_done, o, &o->op);
+	if (st != WEFT_OK) {
+		free(o);
+		return st;
+	}
+	*handle = o;
+	return WEFT_OK;
+}
+
+static weft_status_t net_post_recv(void *nctx, int peer, uint64_t tag, void *buf, size_t len,
+				   int reduce, weft_dtype_t dtype, weft_op_t op,
+				   wt_sched_net_done_fn_t cb, void *arg, void **handle)
+{
+	weft_comm_t *comm = nctx;
+	wt_api_netop_t *o = netop_new(comm, cb, arg);
+	wt_chan_reduce_t red = {.enabled = reduce, .dtype = dtype, .op = op};
+	weft_status_t st;
+
+	if (o == NULL)
+		return WEFT_ERR_NO_MEMORY;
+	st = wt_chan_post_recv(o->chan, comm->world[peer], tag, buf, len, &red, netop_done, o,
+			       &o->op);
+	if (st != WEFT_OK) {
+		free(o);
+		return st;
+	}
+	*handle = o;
+	return WEFT_OK;
+}
+
+static void net_cancel(void *nctx, void *handle)
+{
+	wt_api_netop_t *o = handle;
+
+	(void)nctx;
+	wt_chan_cancel(o->chan, o->op);
+	free(o);
+}
+
+const wt_sched_net_t wt_api_net_template = {
+    .ctx = NULL,
+    .post_send = net_post_send,
+    .post_recv = net_post_recv,
+    .cancel = net_cancel,
+};
+
+/* Runs under ctx->lock (inside progress, or inside exec_start). */
+static void req_done(void *arg, weft_status_t st, const char *msg)
+{
+	weft_request_t *req = arg;
+	wt_api_ctx_t *ctx = req->comm->ctx;
+
+	req->status = st;
+	if (st != WEFT_OK)
+		snprintf(req->msg, sizeof(req->msg), "%s #%u on rank %d: %s", req->what,
+			 (unsigned)req->seq, req->comm->rank,
+			 msg != NULL ? msg : weft_strerror(st));
+	atomic_store(&req->done, 1);
+	atomic_fetch_sub(&ctx->active, 1);
+	pthread_cond_broadcast(&ctx->done_cv);
+}
+
+static uint64_t make_tag(const weft_comm_t *comm, uint32_t seq)
+{
+	/* comm id (16 bits) | collective sequence (24 bits) | per-peer message index. */
+	return ((uint64_t)comm->id << 48) | ((uint64_t)(seq & 0xffffffu) << WT_SCHED_TAG_MSG_BITS);
+}
+
+weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
+				void *recvbuf, weft_request_t **out)
+{
+	wt_api_ctx_t *ctx = comm->ctx;
+	const char *forced = ctx->cfg.algo[0] != '\0' ? ctx->cfg.algo : NULL;
+	const wt_sched_algo_t *algo;
+	weft_request_t *req;
+	wt_sched_net_t net = wt_api_net_template;
+	char err[256] = "";
+	weft_status_t st;
+
+	algo = wt_sched_algo_select(args, forced);
+	if (algo == NULL) {
+		wt_api_set_error(comm, "%s: WEFT_ALGO='%s' names no algorithm for it",
+				 wt_sched_coll_name(args->coll), forced ? forced : "");
+		return WEFT_ERR_INVALID_ARG;
+	}
+	req = calloc(1, sizeof(*req));
+	if (req == NULL) {
+		wt_api_set_error(comm, "%s: out of memory for a request",
+				 wt_sched_coll_name(args->coll));
+		return WEFT_ERR_NO_MEMORY;
+	}
+	req->comm = comm;
+	req->what = wt_sched_coll_name(args->coll);
+	req->seq = comm->seq++;
+	req->deadline = wt_util_deadline_in(ctx->cfg.timeout);
+	net.ctx = comm;
+
+	pthread_mutex_lock(&ctx->lock);
+	st = wt_sched_cache_get(ctx->cache, args, algo, &req->plan, err, sizeof(err));
+	if (st != WEFT_OK) {
+		pthread_mutex_unlock(&ctx->lock);
+		wt_api_set_error(comm, "%s #%u: building the %s plan failed: %s", req->what,
+				 (unsigned)req->seq, algo->name, err);
+		free(req);
+		return st;
+	}
+	atomic_fetch_add(&ctx->active, 1);
+	st = wt_sched_exec_start(req->plan, &net, make_tag(comm, req->seq), sendbuf, recvbuf,
+				 req_done, req, &req->exec);
+	if (st != WEFT_OK) {
+		if (!atomic_load(&req->done))
+			atomic_fetch_sub(&ctx->active, 1);
+		wt_sched_plan_unref(req->plan);
+		pthread_mutex_unlock(&ctx->lock);
+		wt_api_set_error(comm, "%s #%u: starting the plan failed: %s", req->what,
+				 (unsigned)req->seq, weft_strerror(st));
+		free(req);
+		return st;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	wt_api_wake(ctx);
+	*out = req;
+	return WEFT_OK;
+}
+
+static void req_free(weft_request_t *req)
+{
+	if (req->exec != NULL)
+		wt_sched_exec_free(req->exec);
+	if (req->plan != NULL)
+		wt_sched_plan_unref(req->plan);
+	free(req);
+}
+
+/* Give up on a request past its deadline: name what is owed, cancel what is posted. */
+static void req_timeout_locked(weft_request_t *req)
+{
+	weft_comm_t *comm = req->comm;
+	int peers[16];
+	size_t n = wt_sched_exec_owing(req->exec, peers, 16);
+	char who[160] = "";
+	size_t used = 0;
+	char msg[WT_API_ERR_LEN];
+
+	for (size_t i = 0; i < n && used < sizeof(who) - 12; i++)
+		used += (size_t)snprintf(who + used, sizeof(who) - used, "%s%d", i ? ", " : "",
+					 peers[i]);
+	snprintf(msg, sizeof(msg),
+		 "timed out after %.3g s (WEFT_TIMEOUT); ranks still owing data: %s",
+		 comm->ctx->cfg.timeout, n > 0 ? who : "none (local steps pending)");
+	wt_sched_exec_cancel(req->exec, WEFT_ERR_TIMEOUT, msg);
+}
+
+static weft_status_t req_finish(weft_request_t **reqp)
+{
+	weft_request_t *req = *reqp;
+	weft_status_t st = req->status;
+
+	if (st != WEFT_OK) {
+		snprintf(req->comm->last_error, sizeof(req->comm->last_error), "%s", req->msg);
+		WT_DEBUG("%s", req->msg);
+	}
+	req_free(req);
+	*reqp = NULL;
+	return st;
+}
+
+/* One attempt to make progress from the calling thread. */
+static void caller_progress(wt_api_ctx_t *ctx, weft_request_t *req)
+{
+	if (pthread_mutex_trylock(&ctx->lock) != 0)
+		return;
+	if (!atomic_load(&req->done))
+		wt_api_progress_locked(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static void wait_slow(weft_request_t *req)
+{
+	wt_api_ctx_t *ctx = req->comm->ctx;
+
+	pthread_mutex_lock(&ctx->lock);
+	while (!atomic_load(&req->done)) {
+		uint64_t now = wt_util_time_ns();
+		if (now >= req->deadline) {
+			req_timeout_locked(req);
+			continue;
+		}
+		if (ctx->thread_started) {
+			uint64_t until = req->deadline;
+			struct timespec ts;
+			/* Bounded sleep so the deadline is checked even if no one signals. */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			uint64_t step = until - now < 200000000ull ? until - now : 200000000ull;
+			ts.tv_sec += (time_t)(step / 1000000000ull);
+			ts.tv_nsec += (long)(step % 1000000000ull);
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&ctx->done_cv, &ctx->lock, &ts);
+		} else {
+			/* No progress thread: drive progress here, sleeping on the fds. */
+			int n = wt_api_progress_locked(ctx);
+			if (n == 0 && !atomic_load(&req->done)) {
+				pthread_mutex_unlock(&ctx->lock);
+				wt_api_sleep_fds(ctx, 10);
+				pthread_mutex_lock(&ctx->lock);
+			}
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+weft_status_t wt_api_wait_one(weft_request_t **reqp)
+{
+	weft_request_t *req = *reqp;
+	wt_api_ctx_t *ctx = req->comm->ctx;
+
+	if (!atomic_load(&req->done) && !ctx->oversubscribed && ctx->cfg.spin_us > 0) {
+		uint64_t until = wt_util_time_ns() + (uint64_t)ctx->cfg.spin_us * 1000;
+		atomic_fetch_add(&ctx->spinning, 1);
+		while (!atomic_load(&req->done) && wt_util_time_ns() < until)
+			caller_progress(ctx, req);
+		atomic_fetch_sub(&ctx->spinning, 1);
+	}
+	if (!atomic_load(&req->done))
+		wait_slow(req);
+	return req_finish(reqp);
+}
+
+weft_status_t wt_api_test_one(weft_request_t **reqp, int *done)
+{
+	weft_request_t *req = *reqp;
+	wt_api_ctx_t *ctx = req->comm->ctx;
+
+	if (!atomic_load(&req->done)) {
+		pthread_mutex_lock(&ctx->lock);
+		if (!atomic_load(&req->done))
+			wt_api_progress_locked(ctx);
+		if (!atomic_load(&req->done) && wt_util_time_ns() >= req->deadline)
+			req_timeout_locked(req);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	if (!atomic_load(&req->done)) {
+		*done = 0;
+		return WEFT_INPROGRESS;
+	}
+	*done = 1;
+	return req_finish(reqp);
+}

@@ -1,0 +1,71 @@
+/* Reliable, ordered, tagged messages per peer over any link (layers/channel).
+ * Eager copy for small messages; rendezvous (RTS, then CMA get where the link can,
+ * else CTS + data frames) for large; receive-with-reduce on arrival. Matching is by
+ * (peer, tag) in posting order; a message from one peer with one tag is matched by
+ * the oldest posted receive for that peer and tag. Single-threaded: the owner
+ * serialises every call. Callbacks run only inside wt_chan_progress. */
+#ifndef WT_CHAN_H
+#define WT_CHAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include "lib/util/status.h"
+#include "drivers/link.h"
+
+typedef struct wt_chan wt_chan_t;
+typedef struct wt_chan_op wt_chan_op_t;
+
+/* st is WEFT_OK or an error; bytes is how many bytes were received (recv) or sent;
+ * msg names what failed (peer, sizes) when st is an error, else NULL. */
+typedef void (*wt_chan_done_fn_t)(void *arg, weft_status_t st, size_t bytes, const char *msg);
+
+typedef struct {
+	int enabled;        /* 0: plain receive (overwrite dst) */
+	weft_dtype_t dtype; /* dst = dst op incoming, element-wise */
+	weft_op_t op;       /* never WEFT_AVG (reduce with SUM, divide after) */
+} wt_chan_reduce_t;
+
+typedef struct {
+	size_t eager_limit; /* messages up to this many bytes go eagerly (0 = default) */
+	int rank;           /* this process's world rank */
+	int size;           /* world size */
+} wt_chan_config_t;
+
+weft_status_t wt_chan_create(const wt_chan_config_t *cfg, wt_chan_t **ch);
+/* Route traffic for peer over link (the caller keeps the link open until the channel
+ * is destroyed). A link may serve many peers. */
+weft_status_t wt_chan_set_link(wt_chan_t *ch, int peer, wt_link_t *link);
+
+/* Post a send of the concatenation of iov to peer. The buffers must stay valid until
+ * done_cb runs. *op (if op != NULL) is a handle for wt_chan_cancel.
+ * An eager send completes WEFT_OK once the link took it. A rendezvous send completes when
+ * the receiver has the data, or with WEFT_ERR_MISMATCH (the receive was too small) or
+ * WEFT_ERR_ABORTED (the matched receive was cancelled) so the sender never hangs. */
+weft_status_t wt_chan_post_send(wt_chan_t *ch, int peer, uint64_t tag, const struct iovec *iov,
+				int iovcnt, wt_chan_done_fn_t done_cb, void *arg,
+				wt_chan_op_t **op);
+/* Post a receive of at most len bytes into dst. A message longer than len fails the
+ * receive with WEFT_ERR_MISMATCH naming both sizes. With reduce->enabled, the message
+ * must be exactly len bytes and is combined into dst. */
+weft_status_t wt_chan_post_recv(wt_chan_t *ch, int peer, uint64_t tag, void *dst, size_t len,
+				const wt_chan_reduce_t *reduce, wt_chan_done_fn_t done_cb,
+				void *arg, wt_chan_op_t **op);
+/* Withdraw an op whose callback has not run yet: no callback will run for it and the
+ * channel will not touch its buffers again. */
+void wt_chan_cancel(wt_chan_t *ch, wt_chan_op_t *op);
+
+/* Drive every link once; run callbacks. Returns the number of events handled. */
+int wt_chan_progress(wt_chan_t *ch);
+/* The pollable fds of the links (at most max); returns how many. */
+int wt_chan_fds(wt_chan_t *ch, int *fds, int max);
+/* Before sleeping on the fds: 1 if work is pending (do not sleep), else 0. */
+int wt_chan_arm(wt_chan_t *ch);
+void wt_chan_disarm(wt_chan_t *ch);
+/* Declare peer failed: every pending and future op with it fails with st. */
+void wt_chan_fail_peer(wt_chan_t *ch, int peer, weft_status_t st, const char *why);
+/* Number of ops not yet completed (for leak checks in tests). */
+size_t wt_chan_outstanding(const wt_chan_t *ch);
+void wt_chan_destroy(wt_chan_t *ch);
+
+#endif

@@ -1,0 +1,174 @@
+/* Ring allreduce (layers/schedule): reduce-scatter then allgather around the ring, each
+ * chunk cut into segments so that steps of different segments pipeline. */
+#include <stdlib.h>
+
+#include "layers/schedule/algos/algos.h"
+#include "layers/schedule/algos/hazard.h"
+#include "lib/util/dtype.h"
+
+typedef struct {
+	const wt_sched_args_t *a;
+	wt_sched_plan_t *p;
+	size_t elem, seg_elems;
+	int n, r;
+	size_t *seg_base;    /* per chunk: index of its first segment in haz */
+	wt_sched_haz_t *haz; /* per segment of RECV */
+} ring_t;
+
+/* Chunks split count as evenly as possible on element boundaries; the first count % n
+ * chunks get one element more. Every rank computes the same layout. */
+static size_t chunk_elems(const ring_t *g, int c)
+{
+	size_t n = (size_t)g->n;
+
+	return g->a->count / n + ((size_t)c < g->a->count % n);
+}
+
+static size_t chunk_first(const ring_t *g, int c)
+{
+	size_t n = (size_t)g->n, rem = g->a->count % n, uc = (size_t)c;
+
+	return g->a->count / n * uc + (uc < rem ? uc : rem);
+}
+
+static size_t chunk_nseg(const ring_t *g, int c)
+{
+	return (chunk_elems(g, c) + g->seg_elems - 1) / g->seg_elems;
+}
+
+static void seg_range(const ring_t *g, int c, size_t k, size_t *off, size_t *len)
+{
+	size_t first = k * g->seg_elems, e = chunk_elems(g, c) - first;
+
+	if (e > g->seg_elems)
+		e = g->seg_elems;
+	*off = (chunk_first(g, c) + first) * g->elem;
+	*len = e * g->elem;
+}
+
+static int ring_mod(int x, int n)
+{
+	return ((x % n) + n) % n;
+}
+
+static wt_sched_haz_t *seg_haz(const ring_t *g, int c, size_t k)
+{
+	return &g->haz[g->seg_base[c] + k];
+}
+
+/* Send segment k of chunk c; from SEND (the untouched input) or from RECV. */
+static void ring_send(ring_t *g, int c, size_t k, int from_send)
+{
+	wt_sched_haz_t *h = seg_haz(g, c, k);
+	int deps[WT_SCHED_HAZ_MAX_DEPS], nd = 0, peer = ring_mod(g->r + 1, g->n), v;
+	size_t off, len;
+
+	seg_range(g, c, k, &off, &len);
+	if (from_send) {
+		wt_sched_send(g->p, peer, WT_SCHED_BUF_SEND, off, len, 0, NULL);
+		return;
+	}
+	nd = wt_sched_haz_read_deps(h, deps, nd);
+	v = wt_sched_send(g->p, peer, WT_SCHED_BUF_RECV, off, len, nd, deps);
+	wt_sched_haz_read(g->p, h, v);
+}
+
+static void ring_recv(ring_t *g, int c, size_t k, int reduce)
+{
+	wt_sched_haz_t *h = seg_haz(g, c, k);
+	int deps[WT_SCHED_HAZ_MAX_DEPS], nd = 0, peer = ring_mod(g->r - 1, g->n), v;
+	size_t off, len;
+
+	seg_range(g, c, k, &off, &len);
+	nd = wt_sched_haz_write_deps(h, deps, nd);
+	if (reduce)
+		v = wt_sched_recv_reduce(g->p, peer, WT_SCHED_BUF_RECV, off, len, nd, deps);
+	else
+		v = wt_sched_recv(g->p, peer, WT_SCHED_BUF_RECV, off, len, nd, deps);
+	wt_sched_haz_write(h, v);
+}
+
+/* COPY from SEND (copy != 0) or DIV in place on one RECV segment. */
+static void ring_local(ring_t *g, int c, size_t k, int copy)
+{
+	wt_sched_haz_t *h = seg_haz(g, c, k);
+	int deps[WT_SCHED_HAZ_MAX_DEPS], nd = 0, v;
+	size_t off, len;
+
+	seg_range(g, c, k, &off, &len);
+	nd = wt_sched_haz_write_deps(h, deps, nd);
+	if (copy)
+		v = wt_sched_copy(g->p, WT_SCHED_BUF_RECV, off, WT_SCHED_BUF_SEND, off, len, nd,
+				  deps);
+	else
+		v = wt_sched_div(g->p, WT_SCHED_BUF_RECV, off, len, nd, deps);
+	wt_sched_haz_write(h, v);
+}
+
+/* Rank r starts by sending chunk r; at reduce-scatter step s it sends chunk r-s and
+ * reduces chunk r-s-1 into RECV, so after n-1 steps it holds chunk r+1 fully reduced.
+ * Allgather step s then forwards chunk r+1-s and receives chunk r-s. */
+static void ring_build(ring_t *g)
+{
+	int n = g->n, r = g->r, in_place = g->a->in_place;
+
+	if (!in_place)
+		for (int c = 0; c < n; c++)
+			for (size_t k = 0; c != r && k < chunk_nseg(g, c); k++)
+				ring_local(g, c, k, 1);
+	for (int s = 0; s < n - 1; s++) {
+		int cs = ring_mod(r - s, n), cr = ring_mod(r - s - 1, n);
+
+		for (size_t k = 0; k < chunk_nseg(g, cs); k++)
+			ring_send(g, cs, k, s == 0 && !in_place);
+		for (size_t k = 0; k < chunk_nseg(g, cr); k++)
+			ring_recv(g, cr, k, 1);
+	}
+	/* Dividing the owned chunk before it is forwarded makes all ranks bit-identical. */
+	if (g->a->op == WEFT_AVG)
+		for (size_t k = 0; k < chunk_nseg(g, ring_mod(r + 1, n)); k++)
+			ring_local(g, ring_mod(r + 1, n), k, 0);
+	for (int s = 0; s < n - 1; s++) {
+		int cs = ring_mod(r + 1 - s, n), cr = ring_mod(r - s, n);
+
+		for (size_t k = 0; k < chunk_nseg(g, cs); k++)
+			ring_send(g, cs, k, 0);
+		for (size_t k = 0; k < chunk_nseg(g, cr); k++)
+			ring_recv(g, cr, k, 0);
+	}
+}
+
+weft_status_t wt_sched_allreduce_ring(const wt_sched_args_t *a, wt_sched_plan_t *p)
+{
+	ring_t g = {.a = a, .p = p, .n = a->size, .r = a->rank};
+	size_t seg = a->seg_bytes ? a->seg_bytes : WT_SCHED_DEFAULT_SEG_BYTES, total = 0;
+
+	g.elem = wt_util_dtype_size(a->dtype);
+	if (!g.elem || a->size < 1) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "ring: bad dtype or size");
+		return WEFT_ERR_INVALID_ARG;
+	}
+	if (a->size == 1 || a->count == 0)
+		return wt_sched_allreduce_local(a, p);
+	g.seg_elems = seg / g.elem ? seg / g.elem : 1;
+	g.seg_base = malloc((size_t)g.n * sizeof(*g.seg_base));
+	if (!g.seg_base)
+		goto nomem;
+	for (int c = 0; c < g.n; c++) {
+		g.seg_base[c] = total;
+		total += chunk_nseg(&g, c);
+	}
+	g.haz = malloc((total ? total : 1) * sizeof(*g.haz));
+	if (!g.haz)
+		goto nomem;
+	for (size_t i = 0; i < total; i++)
+		wt_sched_haz_init(&g.haz[i]);
+	ring_build(&g);
+	free(g.haz);
+	free(g.seg_base);
+	return WEFT_OK;
+nomem:
+	free(g.seg_base);
+	wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "ring: out of memory for %d chunks", g.n);
+	return WEFT_ERR_NO_MEMORY;
+}

@@ -1,0 +1,66 @@
+/* The executor (layers/schedule): binds a plan to real buffers, keeps per-step
+ * pending-dependency counts and a ready list, posts ready steps through a network
+ * interface and completes when every step is done. The first error is sticky: nothing
+ * new is posted, posted steps drain (or are cancelled), then the done callback runs.
+ * The network interface is a table so tests can run plans against a simulation. */
+#ifndef WT_SCHED_EXEC_H
+#define WT_SCHED_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "lib/util/status.h"
+#include "layers/schedule/plan.h"
+
+typedef void (*wt_sched_net_done_fn_t)(void *arg, weft_status_t st, const char *msg);
+
+/* What the executor needs of a network. peer is a communicator rank. Callbacks must not
+ * run inside post_*; cancel withdraws a posted op (its callback will never run). */
+typedef struct {
+	void *ctx;
+	weft_status_t (*post_send)(void *ctx, int peer, uint64_t tag, const void *buf, size_t len,
+				   wt_sched_net_done_fn_t cb, void *arg, void **handle);
+	weft_status_t (*post_recv)(void *ctx, int peer, uint64_t tag, void *buf, size_t len,
+				   int reduce, weft_dtype_t dtype, weft_op_t op,
+				   wt_sched_net_done_fn_t cb, void *arg, void **handle);
+	void (*cancel)(void *ctx, void *handle);
+} wt_sched_net_t;
+
+/* Bits of the tag the executor fills with the per-peer message index. */
+#define WT_SCHED_TAG_MSG_BITS 24
+
+typedef struct wt_sched_exec wt_sched_exec_t;
+/* Runs when the execution is complete (possibly inside wt_sched_exec_start). */
+typedef void (*wt_sched_exec_done_fn_t)(void *arg, weft_status_t st, const char *msg);
+
+/* Start executing p. tag_base's low WT_SCHED_TAG_MSG_BITS bits must be zero. The
+ * executor holds a reference on p until freed and copies *net, so net may live on the
+ * caller's stack. *ex is set before any step runs: when the plan has no network steps
+ * (one rank, zero elements) done runs inside this call and may already free *ex.
+ * Notes on behaviour:
+ * - done's msg is never NULL ("" on success). It is called exactly once, as the last
+ *   thing the executor does with ex, so done may free ex.
+ * - Zero-length SEND / RECV steps are posted like any other (the network must handle
+ *   0-byte messages); zero-length local steps complete at once. The algorithms in the
+ *   table never emit zero-length network steps.
+ * - Any post_* return other than WEFT_OK is the execution's error (a network that
+ *   applies backpressure must queue instead of returning WT_AGAIN).
+ * - Scratch is allocated per execution, so one plan may run many times at once.
+ * - Not thread-safe: start, cancel, owing, free and the net callbacks of one execution
+ *   must be serialised by the caller. */
+weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net, uint64_t tag_base,
+				  const void *sendbuf, void *recvbuf, wt_sched_exec_done_fn_t done,
+				  void *arg, wt_sched_exec_t **ex);
+/* WEFT_INPROGRESS until done, then the final status. */
+weft_status_t wt_sched_exec_status(const wt_sched_exec_t *ex);
+/* Stop early: cancels posted ops, completes with st (and msg) if not done already; done
+ * runs inside this call. A non-error st becomes WEFT_ERR_ABORTED. If an error happened
+ * earlier and the plan was draining, that first error is the one reported. */
+void wt_sched_exec_cancel(wt_sched_exec_t *ex, weft_status_t st, const char *msg);
+/* Peers (communicator ranks) whose posted receives are still outstanding; returns how
+ * many were written (at most max, each once). */
+size_t wt_sched_exec_owing(const wt_sched_exec_t *ex, int *peers, size_t max);
+/* Free a completed (or cancelled) execution. Freeing one still running cancels its posted
+ * ops without calling done. */
+void wt_sched_exec_free(wt_sched_exec_t *ex);
+
+#endif

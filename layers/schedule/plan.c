@@ -1,0 +1,620 @@
+/* The plan builder, validation (finalize), read accessors and reference counting
+ * (layers/schedule). Algorithms see only the builder calls declared in plan.h. */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers/schedule/plan.h"
+#include "layers/schedule/exec.h" /* WT_SCHED_TAG_MSG_BITS */
+#include "lib/util/dtype.h"
+#include "lib/util/log.h"
+
+#define WT_SCHED_ERR_LEN 256
+#define WT_SCHED_ALGO_LEN 32
+
+struct wt_sched_plan {
+	wt_sched_args_t args;
+	atomic_int refs;
+	int finalized;
+	weft_status_t err;
+	char errmsg[WT_SCHED_ERR_LEN];
+	char algo[WT_SCHED_ALGO_LEN];
+
+	size_t elem;	   /* dtype size, 0 when args are bad */
+	size_t data_bytes; /* SEND / RECV size */
+	size_t scratch;
+
+	wt_sched_step_t *steps;
+	size_t nsteps, steps_cap;
+	uint32_t *deps;
+	size_t ndeps, deps_cap;
+	uint32_t *succ_start; /* nsteps + 1 offsets into succ */
+	uint32_t *succ;
+	int last_fence; /* vertex id of the last fence, -1 if none */
+};
+
+const char *wt_sched_coll_name(wt_sched_coll_t coll)
+{
+	switch (coll) {
+	case WT_COLL_ALLREDUCE:
+		return "allreduce";
+	default:
+		return "unknown";
+	}
+}
+
+const char *wt_sched_step_type_name(wt_sched_step_type_t type)
+{
+	static const char *const names[] = {"SEND", "RECV", "RECV_REDUCE", "REDUCE",
+					    "COPY", "DIV",  "NOP"};
+
+	if ((unsigned)type >= sizeof(names) / sizeof(names[0]))
+		return "?";
+	return names[type];
+}
+
+const char *wt_sched_buf_name(wt_sched_buf_t buf)
+{
+	switch (buf) {
+	case WT_SCHED_BUF_SEND:
+		return "SEND";
+	case WT_SCHED_BUF_RECV:
+		return "RECV";
+	case WT_SCHED_BUF_SCRATCH:
+		return "SCRATCH";
+	default:
+		return "?";
+	}
+}
+
+weft_status_t wt_sched_args_check(const wt_sched_args_t *a, char *err, size_t errlen)
+{
+	const char *why = NULL;
+	size_t elem = a ? wt_util_dtype_size(a->dtype) : 0;
+
+	if (!a) {
+		why = "no arguments";
+	} else if ((unsigned)a->coll >= WT_COLL_COUNT_) {
+		why = "unknown collective";
+	} else if (!wt_util_dtype_valid(a->dtype) || !elem) {
+		why = "unknown dtype";
+	} else if (!wt_util_op_valid(a->op)) {
+		why = "unknown reduction op";
+	} else if (a->size < 1) {
+		why = "communicator size below 1";
+	} else if (a->rank < 0 || a->rank >= a->size) {
+		why = "rank outside the communicator";
+	} else if (a->root < 0 || a->root >= a->size) {
+		why = "root outside the communicator";
+	} else if (a->count > SIZE_MAX / elem) {
+		why = "count * dtype size overflows";
+	}
+	if (!why)
+		return WEFT_OK;
+	if (err && errlen)
+		snprintf(err, errlen, "schedule args: %s", why);
+	return WEFT_ERR_INVALID_ARG;
+}
+
+wt_sched_plan_t *wt_sched_plan_new(const wt_sched_args_t *args)
+{
+	wt_sched_plan_t *p;
+	char why[128];
+
+	if (!args)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->args = *args;
+	atomic_init(&p->refs, 1);
+	p->last_fence = -1;
+	if (wt_sched_args_check(args, why, sizeof(why)) != WEFT_OK) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "%s", why);
+		return p;
+	}
+	p->elem = wt_util_dtype_size(args->dtype);
+	p->data_bytes = args->count * p->elem;
+	return p;
+}
+
+const wt_sched_args_t *wt_sched_plan_args(const wt_sched_plan_t *p)
+{
+	return &p->args;
+}
+
+void wt_sched_fail(wt_sched_plan_t *p, weft_status_t st, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!p || p->finalized || p->err)
+		return;
+	p->err = wt_util_is_err(st) ? st : WEFT_ERR_INVALID_ARG;
+	va_start(ap, fmt);
+	vsnprintf(p->errmsg, sizeof(p->errmsg), fmt, ap);
+	va_end(ap);
+}
+
+static int plan_grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 64;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / elem)
+			return -1;
+		ncap *= 2;
+	}
+	n = realloc(*arr, ncap * elem);
+	if (!n)
+		return -1;
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+/* Appends a step; all builder calls go through here so checks live in one place. */
+static int plan_add(wt_sched_plan_t *p, const wt_sched_step_t *tmpl, int ndeps, const int *deps)
+{
+	size_t id;
+	wt_sched_step_t *s;
+
+	if (!p)
+		return -1;
+	if (p->finalized) {
+		WT_ERROR("schedule: step added to a finalized plan (%s)", p->algo);
+		return -1;
+	}
+	if (p->err)
+		return -1;
+	id = p->nsteps;
+	if (id >= INT32_MAX || p->ndeps + (size_t)(ndeps > 0 ? ndeps : 0) >= UINT32_MAX) {
+		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "plan too large (%zu steps)", id);
+		return -1;
+	}
+	if (ndeps < 0 || (ndeps > 0 && !deps)) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: bad dependency list (%d)", id,
+			      ndeps);
+		return -1;
+	}
+	for (int i = 0; i < ndeps; i++) {
+		if (deps[i] < 0 || (size_t)deps[i] >= id) {
+			wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+				      "step %zu: dependency %d is not an earlier step", id,
+				      deps[i]);
+			return -1;
+		}
+	}
+	if (plan_grow((void **)&p->steps, &p->steps_cap, id + 1, sizeof(*p->steps)) ||
+	    plan_grow((void **)&p->deps, &p->deps_cap, p->ndeps + (size_t)ndeps,
+		      sizeof(*p->deps))) {
+		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory at step %zu", id);
+		return -1;
+	}
+	s = &p->steps[id];
+	*s = *tmpl;
+	s->dep_start = (uint32_t)p->ndeps;
+	s->ndeps = (uint32_t)ndeps;
+	for (int i = 0; i < ndeps; i++)
+		p->deps[p->ndeps++] = (uint32_t)deps[i];
+	p->nsteps++;
+	return (int)id;
+}
+
+static int plan_add_net(wt_sched_plan_t *p, wt_sched_step_type_t type, int peer, wt_sched_buf_t buf,
+			size_t off, size_t len, int ndeps, const int *deps)
+{
+	wt_sched_step_t s = {0};
+
+	s.type = (uint8_t)type;
+	s.buf = (uint8_t)buf;
+	s.src_buf = (uint8_t)buf;
+	s.peer = peer;
+	s.off = off;
+	s.src_off = off;
+	s.len = len;
+	return plan_add(p, &s, ndeps, deps);
+}
+
+static int plan_add_local(wt_sched_plan_t *p, wt_sched_step_type_t type, wt_sched_buf_t dst,
+			  size_t dst_off, wt_sched_buf_t src, size_t src_off, size_t len, int ndeps,
+			  const int *deps)
+{
+	wt_sched_step_t s = {0};
+
+	s.type = (uint8_t)type;
+	s.buf = (uint8_t)dst;
+	s.src_buf = (uint8_t)src;
+	s.peer = -1;
+	s.off = dst_off;
+	s.src_off = src_off;
+	s.len = len;
+	return plan_add(p, &s, ndeps, deps);
+}
+
+int wt_sched_send(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
+		  int ndeps, const int *deps)
+{
+	return plan_add_net(p, WT_SCHED_SEND, peer, buf, off, len, ndeps, deps);
+}
+
+int wt_sched_recv(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
+		  int ndeps, const int *deps)
+{
+	return plan_add_net(p, WT_SCHED_RECV, peer, buf, off, len, ndeps, deps);
+}
+
+int wt_sched_recv_reduce(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
+			 int ndeps, const int *deps)
+{
+	return plan_add_net(p, WT_SCHED_RECV_REDUCE, peer, buf, off, len, ndeps, deps);
+}
+
+int wt_sched_reduce(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
+		    size_t src_off, size_t len, int ndeps, const int *deps)
+{
+	return plan_add_local(p, WT_SCHED_REDUCE, dst, dst_off, src, src_off, len, ndeps, deps);
+}
+
+int wt_sched_copy(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
+		  size_t src_off, size_t len, int ndeps, const int *deps)
+{
+	return plan_add_local(p, WT_SCHED_COPY, dst, dst_off, src, src_off, len, ndeps, deps);
+}
+
+int wt_sched_div(wt_sched_plan_t *p, wt_sched_buf_t buf, size_t off, size_t len, int ndeps,
+		 const int *deps)
+{
+	return plan_add_local(p, WT_SCHED_DIV, buf, off, buf, off, len, ndeps, deps);
+}
+
+/* Depending on the previous fence plus everything after it waits for every step so far
+ * (transitively) without an edge per earlier step. */
+int wt_sched_fence(wt_sched_plan_t *p)
+{
+	size_t first, n;
+	int *deps, id;
+
+	if (!p || p->err || p->finalized)
+		return plan_add_local(p, WT_SCHED_NOP, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_RECV, 0,
+				      0, 0, NULL);
+	first = p->last_fence < 0 ? 0 : (size_t)p->last_fence;
+	n = p->nsteps - first;
+	deps = n ? malloc(n * sizeof(*deps)) : NULL;
+	if (n && !deps) {
+		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory for a fence");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		deps[i] = (int)(first + i);
+	id = plan_add_local(p, WT_SCHED_NOP, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_RECV, 0, 0, (int)n,
+			    deps);
+	free(deps);
+	if (id >= 0)
+		p->last_fence = id;
+	return id;
+}
+
+void wt_sched_scratch(wt_sched_plan_t *p, size_t bytes)
+{
+	if (!p || p->finalized)
+		return;
+	if (bytes > p->scratch)
+		p->scratch = bytes;
+}
+
+size_t wt_sched_plan_buf_bytes(const wt_sched_plan_t *p, wt_sched_buf_t buf)
+{
+	switch (buf) {
+	case WT_SCHED_BUF_SEND:
+	case WT_SCHED_BUF_RECV:
+		return p->data_bytes;
+	case WT_SCHED_BUF_SCRATCH:
+		return p->scratch;
+	default:
+		return 0;
+	}
+}
+
+/* ---- finalize ---- */
+
+static int range_ok(size_t off, size_t len, size_t size)
+{
+	return off <= size && len <= size - off;
+}
+
+static int step_reads(const wt_sched_step_t *s, wt_sched_buf_t *buf, size_t *off)
+{
+	switch (s->type) {
+	case WT_SCHED_SEND:
+		*buf = s->buf;
+		*off = s->off;
+		return 1;
+	case WT_SCHED_REDUCE:
+	case WT_SCHED_COPY:
+		*buf = s->src_buf;
+		*off = s->src_off;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int step_writes(const wt_sched_step_t *s)
+{
+	return s->type != WT_SCHED_SEND && s->type != WT_SCHED_NOP;
+}
+
+static int step_is_net(const wt_sched_step_t *s)
+{
+	return s->type == WT_SCHED_SEND || s->type == WT_SCHED_RECV ||
+	       s->type == WT_SCHED_RECV_REDUCE;
+}
+
+static int step_needs_elems(const wt_sched_step_t *s)
+{
+	return s->type == WT_SCHED_RECV_REDUCE || s->type == WT_SCHED_REDUCE ||
+	       s->type == WT_SCHED_DIV;
+}
+
+static weft_status_t check_buf(wt_sched_plan_t *p, size_t i, const char *what, unsigned buf,
+			       size_t off, size_t len)
+{
+	if (buf > WT_SCHED_BUF_SCRATCH) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: unknown %s buffer %u", i, what,
+			      buf);
+		return p->err;
+	}
+	if (buf == WT_SCHED_BUF_SEND && p->args.in_place) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: in-place plan uses SEND", i);
+		return p->err;
+	}
+	if (!range_ok(off, len, wt_sched_plan_buf_bytes(p, (wt_sched_buf_t)buf))) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+			      "step %zu: %s range %s[%zu+%zu] exceeds %zu bytes", i, what,
+			      wt_sched_buf_name((wt_sched_buf_t)buf), off, len,
+			      wt_sched_plan_buf_bytes(p, (wt_sched_buf_t)buf));
+		return p->err;
+	}
+	return WEFT_OK;
+}
+
+static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
+{
+	const wt_sched_step_t *s = &p->steps[i];
+	wt_sched_buf_t rb;
+	size_t roff;
+
+	if (s->type > WT_SCHED_NOP) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: unknown type %u", i, s->type);
+		return p->err;
+	}
+	if (s->type == WT_SCHED_NOP)
+		return WEFT_OK;
+	if (step_is_net(s) && (s->peer < 0 || s->peer >= p->args.size || s->peer == p->args.rank)) {
+		wt_sched_fail(
+		    p, WEFT_ERR_INVALID_ARG, "step %zu: %s with bad peer %d (rank %d of %d)", i,
+		    wt_sched_step_type_name(s->type), (int)s->peer, p->args.rank, p->args.size);
+		return p->err;
+	}
+	if (step_needs_elems(s) && s->len % p->elem) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+			      "step %zu: %s of %zu bytes is not whole elements", i,
+			      wt_sched_step_type_name(s->type), s->len);
+		return p->err;
+	}
+	if (step_writes(s)) {
+		if (s->buf == WT_SCHED_BUF_SEND) {
+			wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+				      "step %zu: %s writes the SEND buffer", i,
+				      wt_sched_step_type_name(s->type));
+			return p->err;
+		}
+		if (check_buf(p, i, "destination", s->buf, s->off, s->len))
+			return p->err;
+	}
+	if (step_reads(s, &rb, &roff) && check_buf(p, i, "source", rb, roff, s->len))
+		return p->err;
+	/* The reduction kernel takes equal or disjoint operands only. */
+	if (s->type == WT_SCHED_REDUCE && s->buf == s->src_buf && s->off != s->src_off &&
+	    s->off < s->src_off + s->len && s->src_off < s->off + s->len) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: REDUCE operands partly overlap",
+			      i);
+		return p->err;
+	}
+	return WEFT_OK;
+}
+
+static weft_status_t number_messages(wt_sched_plan_t *p)
+{
+	uint32_t *nsend = calloc((size_t)p->args.size * 2, sizeof(*nsend));
+	uint32_t *nrecv = nsend + p->args.size;
+	const uint32_t limit = (uint32_t)1 << WT_SCHED_TAG_MSG_BITS;
+
+	if (!nsend) {
+		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory numbering messages");
+		return p->err;
+	}
+	for (size_t i = 0; i < p->nsteps; i++) {
+		wt_sched_step_t *s = &p->steps[i];
+		uint32_t *ctr;
+
+		if (!step_is_net(s))
+			continue;
+		ctr = s->type == WT_SCHED_SEND ? &nsend[s->peer] : &nrecv[s->peer];
+		if (*ctr >= limit) {
+			wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+				      "step %zu: more than %u messages with peer %d", i, limit,
+				      (int)s->peer);
+			break;
+		}
+		s->msg = (*ctr)++;
+	}
+	free(nsend);
+	return p->err;
+}
+
+static weft_status_t build_successors(wt_sched_plan_t *p)
+{
+	uint32_t *fill;
+
+	p->succ_start = calloc(p->nsteps + 1, sizeof(*p->succ_start));
+	p->succ = malloc((p->ndeps ? p->ndeps : 1) * sizeof(*p->succ));
+	fill = calloc(p->nsteps + 1, sizeof(*fill));
+	if (!p->succ_start || !p->succ || !fill) {
+		free(fill);
+		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory building successors");
+		return p->err;
+	}
+	for (size_t d = 0; d < p->ndeps; d++)
+		p->succ_start[p->deps[d] + 1]++;
+	for (size_t i = 0; i < p->nsteps; i++)
+		p->succ_start[i + 1] += p->succ_start[i];
+	for (size_t i = 0; i < p->nsteps; i++) {
+		const wt_sched_step_t *s = &p->steps[i];
+
+		for (uint32_t k = 0; k < s->ndeps; k++) {
+			uint32_t d = p->deps[s->dep_start + k];
+
+			p->succ[p->succ_start[d] + fill[d]++] = (uint32_t)i;
+		}
+	}
+	free(fill);
+	return WEFT_OK;
+}
+
+weft_status_t wt_sched_plan_finalize(wt_sched_plan_t *p)
+{
+	if (!p)
+		return WEFT_ERR_INVALID_ARG;
+	if (p->finalized)
+		return p->err;
+	if (!p->err) {
+		for (size_t i = 0; i < p->nsteps && !p->err; i++) {
+			const wt_sched_step_t *s = &p->steps[i];
+
+			for (uint32_t k = 0; k < s->ndeps && !p->err; k++)
+				if (p->deps[s->dep_start + k] >= i)
+					wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+						      "step %zu: dependency %u is not earlier", i,
+						      p->deps[s->dep_start + k]);
+			if (!p->err)
+				check_step(p, i);
+		}
+	}
+	if (!p->err)
+		number_messages(p);
+	if (!p->err)
+		build_successors(p);
+	p->finalized = 1;
+	if (p->err)
+		WT_ERROR("schedule: %s plan for %s rank %d of %d (count %zu) rejected: %s",
+			 p->algo[0] ? p->algo : "unnamed", wt_sched_coll_name(p->args.coll),
+			 p->args.rank, p->args.size, p->args.count, p->errmsg);
+	return p->err;
+}
+
+int wt_sched_plan_ready(const wt_sched_plan_t *p)
+{
+	return p && p->finalized && !p->err;
+}
+
+const char *wt_sched_plan_error(const wt_sched_plan_t *p)
+{
+	return p ? p->errmsg : "no plan";
+}
+
+size_t wt_sched_plan_nsteps(const wt_sched_plan_t *p)
+{
+	return p->nsteps;
+}
+
+const wt_sched_step_t *wt_sched_plan_step(const wt_sched_plan_t *p, size_t i)
+{
+	return i < p->nsteps ? &p->steps[i] : NULL;
+}
+
+const uint32_t *wt_sched_plan_deps(const wt_sched_plan_t *p)
+{
+	return p->deps;
+}
+
+const uint32_t *wt_sched_plan_succ(const wt_sched_plan_t *p, size_t i, uint32_t *n)
+{
+	if (!p->finalized || p->err || i >= p->nsteps) {
+		*n = 0;
+		return NULL;
+	}
+	*n = p->succ_start[i + 1] - p->succ_start[i];
+	return p->succ + p->succ_start[i];
+}
+
+size_t wt_sched_plan_scratch_bytes(const wt_sched_plan_t *p)
+{
+	return p->scratch;
+}
+
+const char *wt_sched_plan_algo(const wt_sched_plan_t *p)
+{
+	return p->algo;
+}
+
+void wt_sched_plan_set_algo(wt_sched_plan_t *p, const char *name)
+{
+	if (!p || p->finalized)
+		return;
+	snprintf(p->algo, sizeof(p->algo), "%s", name ? name : "");
+}
+
+void wt_sched_plan_ref(wt_sched_plan_t *p)
+{
+	if (p)
+		atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+}
+
+void wt_sched_plan_unref(wt_sched_plan_t *p)
+{
+	if (!p || atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	free(p->steps);
+	free(p->deps);
+	free(p->succ_start);
+	free(p->succ);
+	free(p);
+}
+
+/* ---- text dump ---- */
+
+static void dump_step(const wt_sched_plan_t *p, size_t i, FILE *out)
+{
+	const wt_sched_step_t *s = &p->steps[i];
+
+	fprintf(out, "%6zu: %-11s", i, wt_sched_step_type_name(s->type));
+	if (step_is_net(s))
+		fprintf(out, " peer %d msg %u", (int)s->peer, s->msg);
+	if (s->type != WT_SCHED_NOP)
+		fprintf(out, " %s[%zu+%zu]", wt_sched_buf_name(s->buf), s->off, s->len);
+	if (s->type == WT_SCHED_REDUCE || s->type == WT_SCHED_COPY)
+		fprintf(out, " <- %s[%zu]", wt_sched_buf_name(s->src_buf), s->src_off);
+	for (uint32_t k = 0; k < s->ndeps; k++)
+		fprintf(out, "%s%u", k ? "," : " deps ", p->deps[s->dep_start + k]);
+	fputc('\n', out);
+}
+
+void wt_sched_plan_dump(const wt_sched_plan_t *p, FILE *out)
+{
+	const wt_sched_args_t *a = &p->args;
+
+	fprintf(out,
+		"plan %s %s count %zu dtype %d op %d root %d rank %d size %d in_place %d "
+		"seg %zu: %zu steps, scratch %zu%s%s\n",
+		p->algo[0] ? p->algo : "-", wt_sched_coll_name(a->coll), a->count, (int)a->dtype,
+		(int)a->op, a->root, a->rank, a->size, a->in_place, a->seg_bytes, p->nsteps,
+		p->scratch, p->err ? ", error: " : "", p->err ? p->errmsg : "");
+	for (size_t i = 0; i < p->nsteps; i++)
+		dump_step(p, i, out);
+}

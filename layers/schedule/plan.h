@@ -1,0 +1,155 @@
+/* The schedule builder (layers/schedule): a plan is a DAG of steps over byte ranges of
+ * symbolic buffers (SEND, RECV, SCRATCH), so one compiled plan serves every call of the
+ * same shape. Algorithms are compilers from arguments to a plan that use only this API.
+ * Every builder call returns the new step's vertex id (>= 0), or -1 after an error; the
+ * first error is sticky and reported by wt_sched_plan_finalize. */
+#ifndef WT_SCHED_PLAN_H
+#define WT_SCHED_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "lib/util/status.h"
+
+typedef enum {
+	WT_COLL_ALLREDUCE = 0,
+	WT_COLL_COUNT_ /* one past the last */
+} wt_sched_coll_t;
+
+typedef enum {
+	WT_SCHED_BUF_SEND = 0,	  /* the caller's send buffer (read only) */
+	WT_SCHED_BUF_RECV = 1,	  /* the caller's receive buffer */
+	WT_SCHED_BUF_SCRATCH = 2, /* plan-owned scratch, wt_sched_scratch bytes */
+} wt_sched_buf_t;
+
+typedef enum {
+	WT_SCHED_SEND = 0,
+	WT_SCHED_RECV = 1,
+	WT_SCHED_RECV_REDUCE = 2,
+	WT_SCHED_REDUCE = 3, /* dst = dst op src */
+	WT_SCHED_COPY = 4,
+	WT_SCHED_DIV = 5, /* dst /= comm size (the finish of WEFT_AVG) */
+	WT_SCHED_NOP = 6, /* fence / join */
+} wt_sched_step_type_t;
+
+/* Everything a plan depends on; two calls with equal args share a plan. */
+typedef struct {
+	wt_sched_coll_t coll;
+	size_t count; /* elements */
+	weft_dtype_t dtype;
+	weft_op_t op; /* the user's op; AVG plans reduce with SUM then DIV */
+	int root;
+	int rank;	  /* rank in the communicator */
+	int size;	  /* communicator size */
+	int in_place;	  /* sendbuf == recvbuf */
+	size_t seg_bytes; /* pipeline segment size for chunked algorithms (0 = default) */
+} wt_sched_args_t;
+
+typedef struct {
+	uint8_t type;		   /* wt_sched_step_type_t */
+	uint8_t buf;		   /* wt_sched_buf_t: destination (or source for SEND) */
+	uint8_t src_buf;	   /* REDUCE / COPY source */
+	int32_t peer;		   /* SEND / RECV*: communicator rank */
+	uint32_t msg;		   /* SEND / RECV*: index among messages to/from that peer */
+	size_t off, src_off, len;  /* bytes */
+	uint32_t dep_start, ndeps; /* into plan->deps */
+} wt_sched_step_t;
+
+typedef struct wt_sched_plan wt_sched_plan_t;
+
+wt_sched_plan_t *wt_sched_plan_new(const wt_sched_args_t *args);
+const wt_sched_args_t *wt_sched_plan_args(const wt_sched_plan_t *p);
+
+int wt_sched_send(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
+		  int ndeps, const int *deps);
+int wt_sched_recv(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
+		  int ndeps, const int *deps);
+/* Receive len bytes from peer and combine into buf+off with the plan's op (SUM for AVG). */
+int wt_sched_recv_reduce(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
+			 int ndeps, const int *deps);
+/* dst = dst op src (SUM for AVG). */
+int wt_sched_reduce(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
+		    size_t src_off, size_t len, int ndeps, const int *deps);
+int wt_sched_copy(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
+		  size_t src_off, size_t len, int ndeps, const int *deps);
+/* Divide len bytes at buf+off by the communicator size (elements of the plan's dtype). */
+int wt_sched_div(wt_sched_plan_t *p, wt_sched_buf_t buf, size_t off, size_t len, int ndeps,
+		 const int *deps);
+/* A step that waits for every step added so far; later steps may name it. */
+int wt_sched_fence(wt_sched_plan_t *p);
+/* Make the scratch buffer at least bytes long. */
+void wt_sched_scratch(wt_sched_plan_t *p, size_t bytes);
+/* Mark the plan failed with st and a message (for algorithms that refuse args). */
+void wt_sched_fail(wt_sched_plan_t *p, weft_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Check and freeze: validates ranges against buffer sizes, numbers messages per peer,
+ * builds successor lists. After this the plan is immutable and shareable. */
+weft_status_t wt_sched_plan_finalize(wt_sched_plan_t *p);
+const char *wt_sched_plan_error(const wt_sched_plan_t *p);
+
+/* Read access for the executor, tools and tests. */
+size_t wt_sched_plan_nsteps(const wt_sched_plan_t *p);
+const wt_sched_step_t *wt_sched_plan_step(const wt_sched_plan_t *p, size_t i);
+const uint32_t *wt_sched_plan_deps(const wt_sched_plan_t *p);
+/* Successors of step i (valid after finalize). */
+const uint32_t *wt_sched_plan_succ(const wt_sched_plan_t *p, size_t i, uint32_t *n);
+size_t wt_sched_plan_scratch_bytes(const wt_sched_plan_t *p);
+/* Bytes the SEND / RECV buffers hold for these args (for range checks and tests). */
+size_t wt_sched_plan_buf_bytes(const wt_sched_plan_t *p, wt_sched_buf_t buf);
+const char *wt_sched_plan_algo(const wt_sched_plan_t *p);
+void wt_sched_plan_set_algo(wt_sched_plan_t *p, const char *name);
+
+void wt_sched_plan_ref(wt_sched_plan_t *p);
+void wt_sched_plan_unref(wt_sched_plan_t *p);
+
+/* Algorithms: one file each under algos/, listed in one table (algos/table.c). */
+typedef weft_status_t (*wt_sched_algo_fn_t)(const wt_sched_args_t *args, wt_sched_plan_t *p);
+typedef struct {
+	const char *name;
+	wt_sched_coll_t coll;
+	wt_sched_algo_fn_t build;
+	/* Default selection: used when the message is in [min_bytes, max_bytes]. */
+	size_t min_bytes, max_bytes;
+} wt_sched_algo_t;
+
+const wt_sched_algo_t *wt_sched_algo_table(size_t *n);
+/* forced: an algorithm name (from WEFT_ALGO, case-insensitive) or NULL (or "") for the
+ * default choice. Returns NULL if forced names no algorithm for this collective.
+ * Allreduce: "recursive_doubling" below 16 KiB, "ring" from there; both serve every rank count. */
+const wt_sched_algo_t *wt_sched_algo_select(const wt_sched_args_t *args, const char *forced);
+/* Build and finalize a plan with algo (or the default when NULL). */
+weft_status_t wt_sched_plan_build(const wt_sched_args_t *args, const wt_sched_algo_t *algo,
+				  wt_sched_plan_t **out, char *err, size_t errlen);
+
+/* Plan cache keyed by (args, algorithm); holds at most cap plans (0: caches nothing),
+ * least recently used evicted. Returned plans carry a reference the caller drops with
+ * wt_sched_plan_unref. algo NULL keys on the default pick, so it shares entries with the
+ * same algorithm forced. Gets are serialised by an internal mutex; the hit / miss
+ * counters are read without it. Failed builds are counted as misses and not cached. */
+typedef struct wt_sched_cache wt_sched_cache_t;
+wt_sched_cache_t *wt_sched_cache_new(size_t cap);
+weft_status_t wt_sched_cache_get(wt_sched_cache_t *c, const wt_sched_args_t *args,
+				 const wt_sched_algo_t *algo, wt_sched_plan_t **out, char *err,
+				 size_t errlen);
+size_t wt_sched_cache_hits(const wt_sched_cache_t *c);
+size_t wt_sched_cache_misses(const wt_sched_cache_t *c);
+void wt_sched_cache_free(wt_sched_cache_t *c);
+
+const char *wt_sched_coll_name(wt_sched_coll_t coll);
+
+/* Additions (schedule owner): names for tools and messages, argument checking shared by
+ * wt_sched_plan_build and callers that want to refuse bad args early, and a text dump. */
+const char *wt_sched_step_type_name(wt_sched_step_type_t type);
+const char *wt_sched_buf_name(wt_sched_buf_t buf);
+/* WEFT_OK if args describe a collective a plan can be built for, else
+ * WEFT_ERR_INVALID_ARG with the reason in err. */
+weft_status_t wt_sched_args_check(const wt_sched_args_t *args, char *err, size_t errlen);
+/* One line per step: "id: TYPE peer P msg M BUF[off+len] <- SRC[off] deps a,b". */
+/* 1 if p was finalized without error (executable), else 0. */
+int wt_sched_plan_ready(const wt_sched_plan_t *p);
+void wt_sched_plan_dump(const wt_sched_plan_t *p, FILE *out);
+/* Default pipeline segment when args->seg_bytes is 0. */
+#define WT_SCHED_DEFAULT_SEG_BYTES ((size_t)256 * 1024)
+
+#endif

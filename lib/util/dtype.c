@@ -1,0 +1,341 @@
+/* Datatype table, element-wise reduction kernels and fp16/bf16 conversions (lib/util).
+ * These are the hot loops of every reducing collective: each kernel is one simple loop
+ * over restrict pointers with the (dtype, op) choice made once, outside it, so that the
+ * compiler can vectorise. */
+/* -O2 in gcc 12 vectorises only loops whose trip count is a known multiple of the vector
+ * width; these kernels take any count, so ask for the normal cost model here. Nothing reads
+ * the FP exception flags, so the fp16 loops may evaluate both sides of a select. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic", "no-trapping-math")
+#endif
+#include <math.h>
+#include <string.h>
+#include "lib/util/dtype.h"
+#include "lib/util/log.h"
+
+static const size_t wt_dtype_sizes[WEFT_DTYPE_COUNT_] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+static const char *const wt_dtype_names[WEFT_DTYPE_COUNT_] = {
+    "int8",   "uint8",	 "int32",    "uint32",	"int64",
+    "uint64", "float16", "bfloat16", "float32", "float64"};
+static const char *const wt_op_names[WEFT_OP_COUNT_] = {"sum", "prod", "min", "max", "avg"};
+
+int wt_util_dtype_valid(weft_dtype_t dt)
+{
+	return (int)dt >= 0 && dt < WEFT_DTYPE_COUNT_;
+}
+
+int wt_util_op_valid(weft_op_t op)
+{
+	return (int)op >= 0 && op < WEFT_OP_COUNT_;
+}
+
+size_t wt_util_dtype_size(weft_dtype_t dt)
+{
+	return wt_util_dtype_valid(dt) ? wt_dtype_sizes[dt] : 0;
+}
+
+const char *wt_util_dtype_name(weft_dtype_t dt)
+{
+	return wt_util_dtype_valid(dt) ? wt_dtype_names[dt] : "invalid-dtype";
+}
+
+const char *wt_util_op_name(weft_op_t op)
+{
+	return wt_util_op_valid(op) ? wt_op_names[op] : "invalid-op";
+}
+
+/* ---- fp16 / bf16 <-> fp32 ---- */
+
+static inline uint32_t f32_bits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static inline float f32_from_bits(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* The conversions compute every candidate result and select one, with no branches, so
+ * the loops that call them still vectorise. */
+static inline float half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+	uint32_t body = (uint32_t)(h & 0x7fffu) << 13;
+	/* Shifting the half's exponent and mantissa into a float gives value * 2^-112 for
+	 * normals and subnormals alike; the multiply by 2^112 is exact. */
+	uint32_t finite = f32_bits(f32_from_bits(body) * 0x1p112f);
+	uint32_t infnan = 0x7f800000u | body; /* keeps a NaN's payload */
+
+	return f32_from_bits(sign | ((h & 0x7c00u) == 0x7c00u ? infnan : finite));
+}
+
+static inline uint16_t float_to_half(float f)
+{
+	uint32_t x = f32_bits(f);
+	uint32_t sign = (x >> 16) & 0x8000u;
+	uint32_t ax = x & 0x7fffffffu;
+	/* NaN stays NaN (quiet bit set) with what payload fits. */
+	uint32_t nan = 0x7e00u | ((ax >> 13) & 0x3ffu);
+	/* Below 2^-14 the result is subnormal: adding 0.5 lines the float's unit in the last
+	 * place up with 2^-24, so the FPU does the round-to-nearest-even. */
+	uint32_t sub = f32_bits(f32_from_bits(ax) + 0.5f) - 0x3f000000u;
+	/* Normal: rebias the exponent and round on the 13 dropped bits, ties to even. */
+	uint32_t norm = (ax + (uint32_t)(15 - 127) * (1u << 23) + 0xfffu + ((ax >> 13) & 1u)) >> 13;
+	uint32_t r;
+
+	/* >= 65520 rounds to infinity (65504 has an odd mantissa, so the tie goes up). */
+	r = ax >= 0x477ff000u ? 0x7c00u : norm;
+	r = ax < 0x38800000u ? sub : r;
+	r = ax > 0x7f800000u ? nan : r;
+	return (uint16_t)(sign | r);
+}
+
+static inline float bf16_to_float(uint16_t b)
+{
+	return f32_from_bits((uint32_t)b << 16);
+}
+
+static inline uint16_t float_to_bf16(float f)
+{
+	uint32_t x = f32_bits(f);
+	uint32_t nan = (x >> 16) | 0x0040u; /* force the quiet bit so it stays NaN */
+	uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+
+	return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
+float wt_util_half_to_float(uint16_t h)
+{
+	return half_to_float(h);
+}
+
+uint16_t wt_util_float_to_half(float f)
+{
+	return float_to_half(f);
+}
+
+float wt_util_bf16_to_float(uint16_t b)
+{
+	return bf16_to_float(b);
+}
+
+uint16_t wt_util_float_to_bf16(float f)
+{
+	return float_to_bf16(f);
+}
+
+/* ---- element operations ----
+ * Signed integers add and multiply in their unsigned type: wrap-around is defined there,
+ * and the conversion back is modular on every compiler we support. Float MIN/MAX return
+ * NaN if either input is NaN: (x < y || x != x) picks x when x is NaN, and y otherwise,
+ * which is NaN when y is. */
+#define WT_OP_SUM_U(UT, x, y) ((UT)(x) + (UT)(y))
+#define WT_OP_PROD_U(UT, x, y) ((UT)((UT)(x) * (UT)(y)))
+#define WT_OP_MIN(x, y) ((x) < (y) ? (x) : (y))
+#define WT_OP_MAX(x, y) ((x) > (y) ? (x) : (y))
+#define WT_OP_FMIN(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
+#define WT_OP_FMAX(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y))
+
+typedef void (*wt_kern3_fn_t)(void *restrict d, const void *restrict a, const void *restrict b,
+			      size_t n);
+typedef void (*wt_kern2_fn_t)(void *restrict d, const void *restrict s, size_t n);
+typedef void (*wt_kerna_fn_t)(void *d, const void *a, const void *b, size_t n);
+
+typedef struct {
+	wt_kern3_fn_t k3; /* d = a op b, all distinct (a may equal b: both are read-only) */
+	wt_kern2_fn_t k2; /* d = d op s, distinct */
+	wt_kerna_fn_t ka; /* any exact aliasing the restrict versions cannot take */
+} wt_kernels_t;
+
+/* One kernel family for element type T; EXPR combines x and y (both of type T). */
+#define WT_KERNELS(NAME, T, EXPR)                                                                  \
+	static void k3_##NAME(void *restrict d_, const void *restrict a_, const void *restrict b_, \
+			      size_t n)                                                            \
+	{                                                                                          \
+		T *restrict d = d_;                                                                \
+		const T *restrict a = a_;                                                          \
+		const T *restrict b = b_;                                                          \
+		for (size_t i = 0; i < n; i++) {                                                   \
+			T x = a[i], y = b[i];                                                      \
+			d[i] = (T)(EXPR);                                                          \
+		}                                                                                  \
+	}                                                                                          \
+	static void k2_##NAME(void *restrict d_, const void *restrict s_, size_t n)                \
+	{                                                                                          \
+		T *restrict d = d_;                                                                \
+		const T *restrict s = s_;                                                          \
+		for (size_t i = 0; i < n; i++) {                                                   \
+			T x = d[i], y = s[i];                                                      \
+			d[i] = (T)(EXPR);                                                          \
+		}                                                                                  \
+	}                                                                                          \
+	static void ka_##NAME(void *d_, const void *a_, const void *b_, size_t n)                  \
+	{                                                                                          \
+		T *d = d_;                                                                         \
+		const T *a = a_;                                                                   \
+		const T *b = b_;                                                                   \
+		for (size_t i = 0; i < n; i++) {                                                   \
+			T x = a[i], y = b[i];                                                      \
+			d[i] = (T)(EXPR);                                                          \
+		}                                                                                  \
+	}
+
+#define WT_INT_KERNELS(NAME, T, UT)                                                                \
+	WT_KERNELS(NAME##_sum, T, WT_OP_SUM_U(UT, x, y))                                           \
+	WT_KERNELS(NAME##_prod, T, WT_OP_PROD_U(UT, x, y))                                         \
+	WT_KERNELS(NAME##_min, T, WT_OP_MIN(x, y))                                                 \
+	WT_KERNELS(NAME##_max, T, WT_OP_MAX(x, y))
+
+#define WT_FLT_KERNELS(NAME, T)                                                                    \
+	WT_KERNELS(NAME##_sum, T, x + y)                                                           \
+	WT_KERNELS(NAME##_prod, T, (x) * (y))                                                      \
+	WT_KERNELS(NAME##_min, T, WT_OP_FMIN(x, y))                                                \
+	WT_KERNELS(NAME##_max, T, WT_OP_FMAX(x, y))
+
+static inline float fmin_nan(float x, float y)
+{
+	return WT_OP_FMIN(x, y);
+}
+
+static inline float fmax_nan(float x, float y)
+{
+	return WT_OP_FMAX(x, y);
+}
+
+/* Half types: widen both to float, combine, round once. */
+#define WT_HALF_KERNELS(NAME, TO_F, FROM_F)                                                        \
+	WT_KERNELS(NAME##_sum, uint16_t, FROM_F(TO_F(x) + TO_F(y)))                                \
+	WT_KERNELS(NAME##_prod, uint16_t, FROM_F(TO_F(x) * TO_F(y)))                               \
+	WT_KERNELS(NAME##_min, uint16_t, FROM_F(fmin_nan(TO_F(x), TO_F(y))))                       \
+	WT_KERNELS(NAME##_max, uint16_t, FROM_F(fmax_nan(TO_F(x), TO_F(y))))
+
+/* uint8_t arithmetic promotes to int; 255 * 255 still fits, so no overflow there. */
+WT_INT_KERNELS(i8, int8_t, uint8_t)
+WT_INT_KERNELS(u8, uint8_t, uint8_t)
+WT_INT_KERNELS(i32, int32_t, uint32_t)
+WT_INT_KERNELS(u32, uint32_t, uint32_t)
+WT_INT_KERNELS(i64, int64_t, uint64_t)
+WT_INT_KERNELS(u64, uint64_t, uint64_t)
+WT_HALF_KERNELS(f16, half_to_float, float_to_half)
+WT_HALF_KERNELS(bf16, bf16_to_float, float_to_bf16)
+WT_FLT_KERNELS(f32, float)
+WT_FLT_KERNELS(f64, double)
+
+#define WT_K(NAME)                                                                                 \
+	{                                                                                          \
+		k3_##NAME, k2_##NAME, ka_##NAME                                                    \
+	}
+#define WT_KROW(NAME)                                                                              \
+	{                                                                                          \
+		WT_K(NAME##_sum), WT_K(NAME##_prod), WT_K(NAME##_min), WT_K(NAME##_max)            \
+	}
+
+/* Indexed [dtype][op] for SUM, PROD, MIN, MAX in enum order. */
+static const wt_kernels_t wt_kernels[WEFT_DTYPE_COUNT_][4] = {
+    [WEFT_INT8] = WT_KROW(i8),	   [WEFT_UINT8] = WT_KROW(u8),	    [WEFT_INT32] = WT_KROW(i32),
+    [WEFT_UINT32] = WT_KROW(u32),  [WEFT_INT64] = WT_KROW(i64),	    [WEFT_UINT64] = WT_KROW(u64),
+    [WEFT_FLOAT16] = WT_KROW(f16), [WEFT_BFLOAT16] = WT_KROW(bf16), [WEFT_FLOAT32] = WT_KROW(f32),
+    [WEFT_FLOAT64] = WT_KROW(f64),
+};
+
+static const wt_kernels_t *find_kernels(weft_dtype_t dt, weft_op_t op)
+{
+	if (!wt_util_dtype_valid(dt) || !wt_util_op_valid(op)) {
+		WT_ERROR("reduce: invalid dtype %d or op %d", (int)dt, (int)op);
+		return NULL;
+	}
+	if (op == WEFT_AVG) /* AVG reduces as SUM; the caller divides at the end */
+		op = WEFT_SUM;
+	return &wt_kernels[dt][op];
+}
+
+void wt_util_reduce3(void *dst, const void *a, const void *b, size_t count, weft_dtype_t dt,
+		     weft_op_t op)
+{
+	const wt_kernels_t *k = find_kernels(dt, op);
+
+	if (!k || count == 0)
+		return;
+	if (dst != a && dst != b)
+		k->k3(dst, a, b, count);
+	else if (dst == a && dst != b)
+		k->k2(dst, b, count);
+	else
+		k->ka(dst, a, b, count);
+}
+
+void wt_util_reduce(void *dst, const void *src, size_t count, weft_dtype_t dt, weft_op_t op)
+{
+	wt_util_reduce3(dst, dst, src, count, dt, op);
+}
+
+/* ---- AVG finish ---- */
+
+#define WT_DIV_INT(T, buf, count, n)                                                               \
+	do {                                                                                       \
+		T *p = (buf);                                                                      \
+		for (size_t i = 0; i < (count); i++)                                               \
+			p[i] = (T)(p[i] / (n));                                                    \
+	} while (0)
+
+#define WT_DIV_HALF(buf, count, n, TO_F, FROM_F)                                                   \
+	do {                                                                                       \
+		uint16_t *p = (buf);                                                               \
+		float fn = (float)(n);                                                             \
+		for (size_t i = 0; i < (count); i++)                                               \
+			p[i] = FROM_F(TO_F(p[i]) / fn);                                            \
+	} while (0)
+
+void wt_util_scale_div(void *buf, size_t count, weft_dtype_t dt, int n)
+{
+	/* n is a communicator size; n <= 0 cannot happen there and dividing by it would be
+	 * undefined (INT_MIN / -1) or meaningless, so the buffer is left untouched. */
+	if (n <= 0) {
+		WT_ERROR("scale_div: divisor %d is not positive", n);
+		return;
+	}
+	if (n == 1 || count == 0)
+		return;
+	switch (dt) {
+	case WEFT_INT8:
+		WT_DIV_INT(int8_t, buf, count, n);
+		break;
+	case WEFT_UINT8:
+		WT_DIV_INT(uint8_t, buf, count, (unsigned)n);
+		break;
+	case WEFT_INT32:
+		WT_DIV_INT(int32_t, buf, count, (int32_t)n);
+		break;
+	case WEFT_UINT32:
+		WT_DIV_INT(uint32_t, buf, count, (uint32_t)n);
+		break;
+	case WEFT_INT64:
+		WT_DIV_INT(int64_t, buf, count, (int64_t)n);
+		break;
+	case WEFT_UINT64:
+		WT_DIV_INT(uint64_t, buf, count, (uint64_t)n);
+		break;
+	case WEFT_FLOAT16:
+		WT_DIV_HALF(buf, count, n, half_to_float, float_to_half);
+		break;
+	case WEFT_BFLOAT16:
+		WT_DIV_HALF(buf, count, n, bf16_to_float, float_to_bf16);
+		break;
+	case WEFT_FLOAT32:
+		WT_DIV_INT(float, buf, count, (float)n);
+		break;
+	case WEFT_FLOAT64:
+		WT_DIV_INT(double, buf, count, (double)n);
+		break;
+	default:
+		WT_ERROR("scale_div: invalid dtype %d", (int)dt);
+		break;
+	}
+}

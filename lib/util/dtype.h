@@ -1,0 +1,34 @@
+/* Datatypes and reduction kernels (lib/util). FLOAT16/BFLOAT16 are computed in float32
+ * and rounded to nearest-even once per operation. AVG is not a kernel: callers reduce
+ * with SUM and finish with wt_util_scale_div. */
+#ifndef WT_UTIL_DTYPE_H
+#define WT_UTIL_DTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <weft/weft.h>
+
+/* Element size in bytes; 0 for an unknown dtype. */
+size_t wt_util_dtype_size(weft_dtype_t dt);
+const char *wt_util_dtype_name(weft_dtype_t dt);
+const char *wt_util_op_name(weft_op_t op);
+int wt_util_dtype_valid(weft_dtype_t dt);
+int wt_util_op_valid(weft_op_t op);
+
+/* dst[i] = dst[i] op src[i] for count elements. op must not be AVG (use SUM).
+ * dst and src may not overlap unless equal. */
+void wt_util_reduce(void *dst, const void *src, size_t count, weft_dtype_t dt,
+		    weft_op_t op);
+/* dst[i] = a[i] op b[i]; dst may equal a or b. */
+void wt_util_reduce3(void *dst, const void *a, const void *b, size_t count,
+		     weft_dtype_t dt, weft_op_t op);
+/* buf[i] = buf[i] / n (integers truncate toward zero), the finish of AVG. */
+void wt_util_scale_div(void *buf, size_t count, weft_dtype_t dt, int n);
+
+/* IEEE half and bfloat16 conversions (round to nearest even, NaN kept NaN). */
+float wt_util_half_to_float(uint16_t h);
+uint16_t wt_util_float_to_half(float f);
+float wt_util_bf16_to_float(uint16_t b);
+uint16_t wt_util_float_to_bf16(float f);
+
+#endif

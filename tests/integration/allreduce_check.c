@@ -1,0 +1,412 @@
+/* Multi-process allreduce test (tests/integration), run under weftrun: every dtype and
+ * op, counts 0..4M, in place and not, blocking and async with computation between post
+ * and wait; every element compared exactly with a reference. Also the failure modes:
+ * --timeout (a late rank makes the others time out, naming it) and --die-at N (a rank
+ * kills itself mid-run; weftrun must end the job). Exit 0 only if everything matched. */
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <weft/weft.h>
+
+static int g_rank, g_size, g_fail;
+
+static size_t dt_size(weft_dtype_t dt)
+{
+	static const size_t s[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+	return s[dt];
+}
+
+static const char *dt_name(weft_dtype_t dt)
+{
+	static const char *const n[] = {"int8",	  "uint8",   "int32",	 "uint32",  "int64",
+					"uint64", "float16", "bfloat16", "float32", "float64"};
+	return n[dt];
+}
+
+static const char *op_name(weft_op_t op)
+{
+	static const char *const n[] = {"sum", "prod", "min", "max", "avg"};
+	return n[op];
+}
+
+/* Exact half / bfloat16 encodings of the small integers this test uses. */
+static uint16_t half_of(double v)
+{
+	/* Only integers with |v| < 2048 (exact in half) are ever encoded. */
+	uint16_t sign = v < 0 ? 0x8000 : 0;
+	double a = fabs(v);
+	int e = 0;
+
+	if (a == 0)
+		return sign;
+	while (a >= 2.0) {
+		a /= 2.0;
+		e++;
+	}
+	while (a < 1.0) {
+		a *= 2.0;
+		e--;
+	}
+	return (uint16_t)(sign | (uint16_t)((e + 15) << 10) |
+			  (uint16_t)llround((a - 1.0) * 1024.0));
+}
+
+static double half_val(uint16_t h)
+{
+	int e = (h >> 10) & 0x1f;
+	double m = (double)(h & 0x3ff);
+	double v;
+
+	if (e == 0)
+		v = ldexp(m, -24);
+	else
+		v = ldexp(1.0 + m / 1024.0, e - 15);
+	return (h & 0x8000) ? -v : v;
+}
+
+static uint16_t bf16_of(double v)
+{
+	float f = (float)v;
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return (uint16_t)(u >> 16); /* small integers are exact: no rounding needed */
+}
+
+static double bf16_val(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static int is_int(weft_dtype_t dt)
+{
+	return dt <= WEFT_UINT64;
+}
+
+/* Inputs chosen so that every order of evaluation is exact. */
+static double input(weft_op_t op, weft_dtype_t dt, int rank, size_t i)
+{
+	int uns = dt == WEFT_UINT8 || dt == WEFT_UINT32 || dt == WEFT_UINT64;
+	size_t k = i * 31 + (size_t)rank * 17;
+
+	switch (op) {
+	case WEFT_PROD:
+		if ((i + (size_t)rank) % 5 == 0)
+			return 2;
+		return (!uns && k % 3 == 0) ? -1 : 1;
+	case WEFT_MIN:
+	case WEFT_MAX:
+		return uns ? (double)(k % 100) : (double)((int)(k % 200) - 100);
+	case WEFT_AVG:
+		if (!is_int(dt)) {
+			/* Offsets that cancel across ranks keep the mean exact in every type. */
+			int d = (g_size % 2 == 1 && rank == g_size - 1) ? 0 : (rank % 2 ? -1 : 1);
+			return (double)((int)(i % 7) - 3) + d;
+		}
+		return uns ? (double)(k % 7) : (double)((int)(k % 7) - 3);
+	default:
+		return uns ? (double)(k % 7) : (double)((int)(k % 7) - 3);
+	}
+}
+
+static void put(void *buf, weft_dtype_t dt, size_t i, double v)
+{
+	switch (dt) {
+	case WEFT_INT8:
+		((int8_t *)buf)[i] = (int8_t)v;
+		break;
+	case WEFT_UINT8:
+		((uint8_t *)buf)[i] = (uint8_t)v;
+		break;
+	case WEFT_INT32:
+		((int32_t *)buf)[i] = (int32_t)v;
+		break;
+	case WEFT_UINT32:
+		((uint32_t *)buf)[i] = (uint32_t)v;
+		break;
+	case WEFT_INT64:
+		((int64_t *)buf)[i] = (int64_t)v;
+		break;
+	case WEFT_UINT64:
+		((uint64_t *)buf)[i] = (uint64_t)v;
+		break;
+	case WEFT_FLOAT16:
+		((uint16_t *)buf)[i] = half_of(v);
+		break;
+	case WEFT_BFLOAT16:
+		((uint16_t *)buf)[i] = bf16_of(v);
+		break;
+	case WEFT_FLOAT32:
+		((float *)buf)[i] = (float)v;
+		break;
+	default:
+		((double *)buf)[i] = v;
+		break;
+	}
+}
+
+static double get(const void *buf, weft_dtype_t dt, size_t i)
+{
+	switch (dt) {
+	case WEFT_INT8:
+		return ((const int8_t *)buf)[i];
+	case WEFT_UINT8:
+		return ((const uint8_t *)buf)[i];
+	case WEFT_INT32:
+		return ((const int32_t *)buf)[i];
+	case WEFT_UINT32:
+		return ((const uint32_t *)buf)[i];
+	case WEFT_INT64:
+		return (double)((const int64_t *)buf)[i];
+	case WEFT_UINT64:
+		return (double)((const uint64_t *)buf)[i];
+	case WEFT_FLOAT16:
+		return half_val(((const uint16_t *)buf)[i]);
+	case WEFT_BFLOAT16:
+		return bf16_val(((const uint16_t *)buf)[i]);
+	case WEFT_FLOAT32:
+		return ((const float *)buf)[i];
+	default:
+		return ((const double *)buf)[i];
+	}
+}
+
+static double expected(weft_op_t op, weft_dtype_t dt, size_t i)
+{
+	double acc = input(op, dt, 0, i);
+
+	for (int r = 1; r < g_size; r++) {
+		double v = input(op, dt, r, i);
+		switch (op) {
+		case WEFT_PROD:
+			acc *= v;
+			break;
+		case WEFT_MIN:
+			acc = v < acc ? v : acc;
+			break;
+		case WEFT_MAX:
+			acc = v > acc ? v : acc;
+			break;
+		default:
+			acc += v;
+			break;
+		}
+	}
+	if (op == WEFT_AVG) {
+		/* Integers truncate toward zero; float inputs make the mean exact. */
+		acc = is_int(dt) ? trunc(acc / g_size) : acc / g_size;
+	}
+	return acc;
+}
+
+/* Integers wrap in their own type; the reference does too. */
+static double wrap(weft_dtype_t dt, double v)
+{
+	char tmp[8];
+
+	put(tmp, dt, 0, v);
+	return get(tmp, dt, 0);
+}
+
+static volatile double g_sink;
+
+/* Something to do between posting and waiting: proves the call returned at once. */
+static void compute(int ms)
+{
+	struct timespec t0, t;
+	double acc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (int i = 0; i < 10000; i++)
+			acc += i * 0.5;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	g_sink = acc;
+}
+
+static void one(weft_comm_t *comm, size_t count, weft_dtype_t dt, weft_op_t op, int in_place,
+		int async)
+{
+	size_t es = dt_size(dt);
+	unsigned char *send = malloc(count * es + 8);
+	unsigned char *recv = malloc(count * es + 8);
+	weft_request_t *req = NULL;
+	weft_status_t st;
+	size_t bad = 0, first_bad = 0;
+
+	if (send == NULL || recv == NULL) {
+		fprintf(stderr, "rank %d: out of memory\n", g_rank);
+		g_fail++;
+		free(send);
+		free(recv);
+		return;
+	}
+	for (size_t i = 0; i < count; i++) {
+		put(send, dt, i, input(op, dt, g_rank, i));
+		put(recv, dt, i, 99); /* must be overwritten */
+	}
+	if (in_place)
+		memcpy(recv, send, count * es);
+	st = weft_allreduce(in_place ? recv : send, recv, count, dt, op, comm, async ? &req : NULL);
+	if (st == WEFT_OK && async) {
+		int done = 0;
+		compute(2);
+		st = weft_test(&req, &done);
+		if (!done && st == WEFT_INPROGRESS)
+			st = weft_wait(&req);
+		else if (req != NULL)
+			st = WEFT_ERR_PROTOCOL;
+	}
+	if (st != WEFT_OK) {
+		fprintf(stderr, "rank %d: allreduce %s %s count %zu %s %s failed: %s: %s\n", g_rank,
+			dt_name(dt), op_name(op), count, in_place ? "in-place" : "out",
+			async ? "async" : "blocking", weft_strerror(st),
+			weft_comm_last_error(comm));
+		g_fail++;
+	} else {
+		for (size_t i = 0; i < count; i++) {
+			double want = wrap(dt, expected(op, dt, i));
+			if (get(recv, dt, i) != want) {
+				if (bad++ == 0)
+					first_bad = i;
+			}
+		}
+		if (bad > 0) {
+			fprintf(
+			    stderr,
+			    "rank %d: allreduce %s %s count %zu %s %s: %zu wrong, first at %zu: "
+			    "got %g want %g\n",
+			    g_rank, dt_name(dt), op_name(op), count, in_place ? "in-place" : "out",
+			    async ? "async" : "blocking", bad, first_bad, get(recv, dt, first_bad),
+			    wrap(dt, expected(op, dt, first_bad)));
+			g_fail++;
+		}
+	}
+	free(send);
+	free(recv);
+}
+
+static int timeout_mode(weft_comm_t *comm)
+{
+	float x = 1, y = 0;
+	weft_status_t st;
+	int rc = 0;
+
+	/* Rank 1 arrives 3 s late; with WEFT_TIMEOUT=1 everyone else must time out and name
+	 * rank 1 as owing data. Rank 1 may then find everything it needs already sent
+	 * (eager sends left before the others gave up) or time out itself; either is
+	 * right. Everyone stays alive until rank 1 is done. */
+	if (g_rank == 1)
+		sleep(3);
+	st = weft_allreduce(&x, &y, 1, WEFT_FLOAT32, WEFT_SUM, comm, NULL);
+	printf("rank %d: status %s: %s\n", g_rank, weft_strerror(st), weft_comm_last_error(comm));
+	fflush(stdout);
+	if (g_rank == 1 && st == WEFT_OK && y == 3.0f) {
+		sleep(1);
+		return 0;
+	}
+	if (st != WEFT_ERR_TIMEOUT || strstr(weft_comm_last_error(comm), "owing data") == NULL)
+		rc = 1;
+	if (g_rank != 1 && strstr(weft_comm_last_error(comm), "owing data: 1") == NULL)
+		rc = 1;
+	if (strstr(weft_comm_last_error(comm), "allreduce #0") == NULL)
+		rc = 1;
+	sleep(g_rank == 1 ? 1 : 5);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const size_t counts[] = {0, 1, 7, 1000};
+	weft_comm_t *comm = NULL;
+	weft_status_t st;
+	int die_at = -1, quick = 0, big = 1;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--die-at") == 0 && i + 1 < argc)
+			die_at = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--quick") == 0)
+			quick = 1;
+		else if (strcmp(argv[i], "--no-big") == 0)
+			big = 0;
+		else if (strcmp(argv[i], "--timeout") != 0) {
+			fprintf(stderr, "usage: %s [--quick] [--no-big] [--timeout] [--die-at N]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	st = weft_init(&comm);
+	if (st != WEFT_OK) {
+		fprintf(stderr, "weft_init failed: %s\n", weft_strerror(st));
+		return 1;
+	}
+	g_rank = weft_comm_rank(comm);
+	g_size = weft_comm_size(comm);
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--timeout") == 0) {
+			int rc = timeout_mode(comm);
+			weft_comm_destroy(comm);
+			return rc;
+		}
+	}
+	if (die_at >= 0) {
+		/* Allreduce in a loop; rank 1 kills itself at iteration die_at. weftrun must
+		 * end the survivors, who would otherwise wait for it. */
+		float x = 1, y;
+		for (int it = 0;; it++) {
+			if (g_rank == 1 && it == die_at)
+				raise(SIGKILL);
+			st = weft_allreduce(&x, &y, 1, WEFT_FLOAT32, WEFT_SUM, comm, NULL);
+			if (st != WEFT_OK) {
+				fprintf(stderr, "rank %d: allreduce failed: %s\n", g_rank,
+					weft_comm_last_error(comm));
+				return 1;
+			}
+		}
+	}
+	for (int dt = 0; dt < WEFT_DTYPE_COUNT_; dt++) {
+		for (int op = 0; op < WEFT_OP_COUNT_; op++) {
+			for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+				for (int mode = 0; mode < 4; mode++) {
+					if (quick && mode != (int)((dt + op + c) % 4))
+						continue;
+					one(comm, counts[c], (weft_dtype_t)dt, (weft_op_t)op,
+					    mode & 1, mode >> 1);
+				}
+			}
+		}
+	}
+	if (big) {
+		size_t n = (size_t)4 << 20;
+		one(comm, n, WEFT_FLOAT32, WEFT_SUM, 0, 0);
+		one(comm, n, WEFT_FLOAT32, WEFT_SUM, 1, 1);
+		if (!quick) {
+			one(comm, n, WEFT_INT32, WEFT_MAX, 0, 1);
+			one(comm, n, WEFT_BFLOAT16, WEFT_AVG, 1, 0);
+		}
+	}
+	/* Everyone's verdict, so one rank's failure fails all of them. */
+	int64_t mine = g_fail, total = 0;
+	st = weft_allreduce(&mine, &total, 1, WEFT_INT64, WEFT_SUM, comm, NULL);
+	if (st != WEFT_OK || total != 0) {
+		if (g_rank == 0)
+			fprintf(stderr, "allreduce_check: %lld failures across ranks (%s)\n",
+				(long long)total, weft_strerror(st));
+		weft_comm_destroy(comm);
+		return 1;
+	}
+	if (g_rank == 0)
+		printf("allreduce_check: %d ranks: all results exact\n", g_size);
+	weft_comm_destroy(comm);
+	return 0;
+}

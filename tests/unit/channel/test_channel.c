@@ -1,0 +1,1023 @@
+/* Unit tests of the channel layer (tests/unit/channel): two channels in one process, rank
+ * 0 and rank 1 of a size-2 job, joined by a real link driver (shm or tcp). */
+#include <math.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "drivers/link.h"
+#include "layers/channel/channel.h"
+#include "layers/channel/wire.h"
+#include "lib/util/crypto.h"
+#include "lib/util/time.h"
+
+#define EAGER 8192
+#define MIB (1024 * 1024)
+#define WAIT_S 90.0
+
+typedef struct {
+	const char *driver;
+	const wt_link_ops_t *ops;
+	wt_link_t *link[2];
+	wt_chan_t *ch[2];
+} fab_t;
+
+typedef struct {
+	int fired;
+	weft_status_t st;
+	size_t bytes;
+	char msg[256];
+} done_t;
+
+static void on_done(void *arg, weft_status_t st, size_t bytes, const char *msg)
+{
+	done_t *d = arg;
+
+	d->fired++;
+	d->st = st;
+	d->bytes = bytes;
+	snprintf(d->msg, sizeof(d->msg), "%s", msg != NULL ? msg : "");
+	if (st != WEFT_OK)
+		assert_non_null(msg);
+	else
+		assert_null(msg);
+}
+
+static int job_counter;
+
+static void fab_open(fab_t *f, const char *driver, size_t eager_limit)
+{
+	char msg[256] = "";
+	char job[64];
+	uint8_t blob[2][WT_LINK_ADDR_MAX];
+	size_t blen[2];
+
+	memset(f, 0, sizeof(*f));
+	f->driver = driver;
+	f->ops = wt_link_find(driver);
+	if (f->ops == NULL) {
+		print_message("driver %s not built\n", driver);
+		skip();
+	}
+	if (f->ops->probe(msg, sizeof(msg)) != WEFT_OK) {
+		print_message("driver %s cannot run here: %s\n", driver, msg);
+		skip();
+	}
+	snprintf(job, sizeof(job), "chant%d-%d", (int)getpid(), job_counter++);
+	for (int r = 0; r < 2; r++) {
+		wt_link_config_t cfg = {.rank = r,
+					.size = 2,
+					.job_id = job,
+					.connect_timeout = 10,
+					.bind_addr = "127.0.0.1"};
+
+		wt_util_key_from_token(&cfg.key, "channel-test-token");
+		assert_int_equal(f->ops->open(&cfg, &f->link[r]), WEFT_OK);
+		blen[r] = sizeof(blob[r]);
+		assert_int_equal(f->ops->address(f->link[r], blob[r], &blen[r]), WEFT_OK);
+	}
+	assert_int_equal(f->ops->connect(f->link[0], 1, blob[1], blen[1]), WEFT_OK);
+	assert_int_equal(f->ops->connect(f->link[1], 0, blob[0], blen[0]), WEFT_OK);
+	for (int r = 0; r < 2; r++) {
+		wt_chan_config_t cc = {.eager_limit = eager_limit, .rank = r, .size = 2};
+
+		assert_int_equal(wt_chan_create(&cc, &f->ch[r]), WEFT_OK);
+		assert_int_equal(wt_chan_set_link(f->ch[r], 1 - r, f->link[r]), WEFT_OK);
+	}
+}
+
+static void fab_close(fab_t *f)
+{
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(wt_chan_outstanding(f->ch[r]), 0);
+		wt_chan_destroy(f->ch[r]);
+	}
+	for (int r = 0; r < 2; r++)
+		f->ops->close(f->link[r]);
+}
+
+/* Progress both ends once; when idle, sleep briefly on the links' fds the way the
+ * progress thread will. */
+static int pump_once(fab_t *f)
+{
+	int n = wt_chan_progress(f->ch[0]) + wt_chan_progress(f->ch[1]);
+
+	if (n > 0)
+		return n;
+	struct pollfd pfd[8];
+	int nfd = 0;
+	int busy = 0;
+
+	for (int r = 0; r < 2; r++) {
+		int fds[4];
+		int k = wt_chan_fds(f->ch[r], fds, 4);
+
+		assert_true(k >= 0 && k <= 4);
+		for (int i = 0; i < k; i++)
+			pfd[nfd++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+		busy |= wt_chan_arm(f->ch[r]);
+	}
+	if (!busy && nfd > 0)
+		poll(pfd, (nfds_t)nfd, 2);
+	for (int r = 0; r < 2; r++)
+		wt_chan_disarm(f->ch[r]);
+	return 0;
+}
+
+/* Pump until *count reaches target; fails the test at the deadline. */
+static void pump_until(fab_t *f, const int *count, int target)
+{
+	uint64_t dl = wt_util_deadline_in(WAIT_S);
+
+	while (*count < target) {
+		pump_once(f);
+		if (wt_util_deadline_passed(dl))
+			fail_msg("%s: timed out waiting (%d of %d done)", f->driver, *count,
+				 target);
+	}
+}
+
+static void pump_rounds(fab_t *f, int rounds)
+{
+	for (int i = 0; i < rounds; i++)
+		pump_once(f);
+}
+
+/* Progress one end only for a while (the other stays silent). */
+static void pump_one(fab_t *f, int r, int rounds)
+{
+	for (int i = 0; i < rounds; i++) {
+		if (wt_chan_progress(f->ch[r]) == 0)
+			wt_util_sleep_ns(200000);
+	}
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	uint32_t x = seed * 2654435761u + 12345u;
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+}
+
+static void check(const uint8_t *p, size_t n, unsigned seed)
+{
+	uint8_t *want = malloc(n ? n : 1);
+
+	assert_non_null(want);
+	fill(want, n, seed);
+	if (memcmp(p, want, n) != 0) {
+		size_t i = 0;
+
+		while (p[i] == want[i])
+			i++;
+		free(want);
+		fail_msg("content differs at byte %zu of %zu (seed %u)", i, n, seed);
+	}
+	free(want);
+}
+
+static void post_send1(fab_t *f, int from, uint64_t tag, const void *buf, size_t len, done_t *d,
+		       wt_chan_op_t **op)
+{
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+	assert_int_equal(wt_chan_post_send(f->ch[from], 1 - from, tag, &iov, 1, on_done, d, op),
+			 WEFT_OK);
+}
+
+static void post_recv1(fab_t *f, int at, uint64_t tag, void *buf, size_t len,
+		       const wt_chan_reduce_t *red, done_t *d, wt_chan_op_t **op)
+{
+	assert_int_equal(wt_chan_post_recv(f->ch[at], 1 - at, tag, buf, len, red, on_done, d, op),
+			 WEFT_OK);
+}
+
+/* One message from -> to of len bytes; recv posted first (expected) or after the send
+ * has reached the peer (unexpected). */
+static void exchange(fab_t *f, int from, size_t len, int unexpected, unsigned seed)
+{
+	uint8_t *src = malloc(len + 1), *dst = malloc(len + 1);
+	done_t ds = {0}, dr = {0};
+	uint64_t tag = 0xabc0000000000000ull | seed;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	fill(src, len, seed);
+	memset(dst, 0xee, len + 1);
+	if (!unexpected)
+		post_recv1(f, 1 - from, tag, dst, len, NULL, &dr, NULL);
+	post_send1(f, from, tag, src, len, &ds, NULL);
+	if (unexpected) {
+		pump_rounds(f, 50);
+		assert_int_equal(dr.fired, 0);
+		post_recv1(f, 1 - from, tag, dst, len, NULL, &dr, NULL);
+	}
+	pump_until(f, &dr.fired, 1);
+	pump_until(f, &ds.fired, 1);
+	assert_int_equal(ds.fired, 1);
+	assert_int_equal(dr.fired, 1);
+	assert_int_equal(ds.st, WEFT_OK);
+	assert_int_equal(dr.st, WEFT_OK);
+	assert_int_equal(dr.bytes, len);
+	assert_int_equal(ds.bytes, len);
+	check(dst, len, seed);
+	assert_int_equal(dst[len], 0xee);
+	free(src);
+	free(dst);
+}
+
+static const size_t sizes[] = {0, 1, EAGER, EAGER + 1, MIB, 16 * MIB};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static void run_sizes(const char *drv, int unexpected)
+{
+	fab_t f;
+
+	fab_open(&f, drv, EAGER);
+	for (size_t i = 0; i < NSIZES; i++) {
+		exchange(&f, 0, sizes[i], unexpected, (unsigned)i + 1);
+		exchange(&f, 1, sizes[i], unexpected, (unsigned)i + 100);
+	}
+	fab_close(&f);
+}
+
+static void test_sizes(void **state)
+{
+	run_sizes(*state, 0);
+}
+
+static void test_unexpected(void **state)
+{
+	run_sizes(*state, 1);
+}
+
+/* A send of several pieces: no GET possible, so it goes by CTS and data frames. */
+static void test_iov_pieces(void **state)
+{
+	fab_t f;
+	size_t len = 3 * MIB + 123;
+	uint8_t *src = malloc(len), *dst = malloc(len);
+	done_t ds = {0}, dr = {0}, es = {0}, er = {0};
+	uint8_t edst[1000];
+	struct iovec iov[11];
+	size_t off = 0;
+
+	fill(src, len, 77);
+	for (int i = 0; i < 11; i++) {
+		size_t n = i == 10 ? len - off : (size_t)(i + 1) * 17011;
+
+		iov[i].iov_base = src + off;
+		iov[i].iov_len = n;
+		off += n;
+	}
+	fab_open(&f, *state, EAGER);
+	post_recv1(&f, 1, 5, dst, len, NULL, &dr, NULL);
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 5, iov, 11, on_done, &ds, NULL), WEFT_OK);
+	/* an eager message in 10 small pieces (more than fit in one frame's iov) */
+	struct iovec small[10];
+
+	for (int i = 0; i < 10; i++) {
+		small[i].iov_base = src + (size_t)i * 100;
+		small[i].iov_len = 100;
+	}
+	post_recv1(&f, 1, 6, edst, sizeof(edst), NULL, &er, NULL);
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 6, small, 10, on_done, &es, NULL), WEFT_OK);
+	pump_until(&f, &dr.fired, 1);
+	pump_until(&f, &ds.fired, 1);
+	pump_until(&f, &er.fired, 1);
+	pump_until(&f, &es.fired, 1);
+	assert_int_equal(dr.st, WEFT_OK);
+	assert_int_equal(ds.st, WEFT_OK);
+	assert_int_equal(er.st, WEFT_OK);
+	assert_int_equal(er.bytes, 1000);
+	assert_memory_equal(edst, src, 1000);
+	check(dst, len, 77);
+	fab_close(&f);
+	free(src);
+	free(dst);
+}
+
+/* Several messages with one tag arrive in send order; a mix of eager and rendezvous. */
+static void test_ordering(void **state)
+{
+	fab_t f;
+	enum { N = 12 };
+	size_t len[N];
+	uint8_t *src[N], *dst[N];
+	done_t ds[N] = {0}, dr[N] = {0};
+	int sends = 0, recvs = 0;
+
+	fab_open(&f, *state, EAGER);
+	for (int i = 0; i < N; i++) {
+		len[i] = (i % 3 == 0) ? (size_t)300000 + (size_t)i : (size_t)(i * 500);
+		src[i] = malloc(len[i] + 1);
+		dst[i] = malloc(len[i] + 1);
+		fill(src[i], len[i], (unsigned)i + 7);
+	}
+	/* half the receives before the sends, half after */
+	for (int i = 0; i < N / 2; i++)
+		post_recv1(&f, 1, 42, dst[i], len[i], NULL, &dr[i], NULL);
+	for (int i = 0; i < N; i++)
+		post_send1(&f, 0, 42, src[i], len[i], &ds[i], NULL);
+	pump_rounds(&f, 20);
+	for (int i = N / 2; i < N; i++)
+		post_recv1(&f, 1, 42, dst[i], len[i], NULL, &dr[i], NULL);
+	uint64_t dl = wt_util_deadline_in(WAIT_S);
+
+	while (sends < N || recvs < N) {
+		pump_once(&f);
+		sends = recvs = 0;
+		for (int i = 0; i < N; i++) {
+			sends += ds[i].fired;
+			recvs += dr[i].fired;
+		}
+		assert_false(wt_util_deadline_passed(dl));
+	}
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(ds[i].fired, 1);
+		assert_int_equal(dr[i].fired, 1);
+		assert_int_equal(dr[i].st, WEFT_OK);
+		assert_int_equal(dr[i].bytes, len[i]);
+		check(dst[i], len[i], (unsigned)i + 7);
+		free(src[i]);
+		free(dst[i]);
+	}
+	fab_close(&f);
+}
+
+/* Different tags: receives posted in another order than the sends. */
+static void test_tags_out_of_order(void **state)
+{
+	fab_t f;
+	enum { N = 6 };
+	static const size_t len[N] = {10, EAGER + 100, 0, 2 * MIB, 4000, 700000};
+	static const int order[N] = {3, 5, 0, 4, 1, 2};
+	uint8_t *src[N], *dst[N];
+	done_t ds[N] = {0}, dr[N] = {0};
+
+	fab_open(&f, *state, EAGER);
+	for (int i = 0; i < N; i++) {
+		src[i] = malloc(len[i] + 1);
+		dst[i] = malloc(len[i] + 1);
+		fill(src[i], len[i], (unsigned)i * 3 + 1);
+	}
+	/* three receives posted before, three after the sends, none in send order */
+	for (int k = 0; k < 3; k++)
+		post_recv1(&f, 0, 1000 + (uint64_t)order[k], dst[order[k]], len[order[k]], NULL,
+			   &dr[order[k]], NULL);
+	for (int i = 0; i < N; i++)
+		post_send1(&f, 1, 1000 + (uint64_t)i, src[i], len[i], &ds[i], NULL);
+	pump_rounds(&f, 20);
+	for (int k = 3; k < N; k++)
+		post_recv1(&f, 0, 1000 + (uint64_t)order[k], dst[order[k]], len[order[k]], NULL,
+			   &dr[order[k]], NULL);
+	for (int i = 0; i < N; i++) {
+		pump_until(&f, &dr[i].fired, 1);
+		pump_until(&f, &ds[i].fired, 1);
+	}
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(dr[i].st, WEFT_OK);
+		assert_int_equal(ds[i].st, WEFT_OK);
+		assert_int_equal(dr[i].bytes, len[i]);
+		check(dst[i], len[i], (unsigned)i * 3 + 1);
+		free(src[i]);
+		free(dst[i]);
+	}
+	fab_close(&f);
+}
+
+/* Receive-with-reduce, int32 SUM and float32 MAX, at eager and rendezvous sizes (one not a
+ * multiple of the data-frame or get-chunk size). */
+static void reduce_one(fab_t *f, size_t count, int fl, int unexpected)
+{
+	size_t len = count * 4;
+	int32_t *si = malloc(len + 4), *di = malloc(len + 4), *wi = malloc(len + 4);
+	float *sf = (float *)si, *df = (float *)di, *wf = (float *)wi;
+	done_t ds = {0}, dr = {0};
+	wt_chan_reduce_t red = {
+	    .enabled = 1, .dtype = fl ? WEFT_FLOAT32 : WEFT_INT32, .op = fl ? WEFT_MAX : WEFT_SUM};
+	uint64_t tag = 77 + count;
+
+	for (size_t i = 0; i < count; i++) {
+		if (fl) {
+			sf[i] = (float)sin((double)i) * 100.0f;
+			df[i] = (float)cos((double)i * 0.7) * 100.0f;
+			wf[i] = sf[i] > df[i] ? sf[i] : df[i];
+		} else {
+			si[i] = (int32_t)(i * 7 + 1);
+			di[i] = -(int32_t)(i * 3) + 5;
+			wi[i] = si[i] + di[i];
+		}
+	}
+	if (!unexpected)
+		post_recv1(f, 1, tag, di, len, &red, &dr, NULL);
+	post_send1(f, 0, tag, si, len, &ds, NULL);
+	if (unexpected) {
+		pump_rounds(f, 30);
+		post_recv1(f, 1, tag, di, len, &red, &dr, NULL);
+	}
+	pump_until(f, &dr.fired, 1);
+	pump_until(f, &ds.fired, 1);
+	assert_int_equal(dr.st, WEFT_OK);
+	assert_int_equal(ds.st, WEFT_OK);
+	assert_int_equal(dr.bytes, len);
+	assert_memory_equal(di, wi, len);
+	free(si);
+	free(di);
+	free(wi);
+}
+
+static void test_reduce(void **state)
+{
+	fab_t f;
+	static const size_t counts[] = {1, 1000, EAGER / 4, EAGER / 4 + 1, 300001, 4 * MIB / 4};
+
+	fab_open(&f, *state, EAGER);
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		for (int fl = 0; fl < 2; fl++) {
+			reduce_one(&f, counts[i], fl, 0);
+			reduce_one(&f, counts[i], fl, 1);
+		}
+	}
+	fab_close(&f);
+}
+
+/* A message longer than the receive fails it with MISMATCH naming both sizes; a reduce
+ * receive needs exactly its length; the channel works afterwards. */
+static void mismatch_one(fab_t *f, size_t slen, size_t rlen, int reduce, int unexpected)
+{
+	uint8_t *src = calloc(1, slen + 1), *dst = calloc(1, rlen + 1);
+	done_t ds = {0}, dr = {0};
+	wt_chan_reduce_t red = {.enabled = 1, .dtype = WEFT_INT32, .op = WEFT_SUM};
+	char want[256];
+
+	if (!unexpected)
+		post_recv1(f, 1, 9, dst, rlen, reduce ? &red : NULL, &dr, NULL);
+	post_send1(f, 0, 9, src, slen, &ds, NULL);
+	if (unexpected) {
+		pump_rounds(f, 30);
+		post_recv1(f, 1, 9, dst, rlen, reduce ? &red : NULL, &dr, NULL);
+	}
+	pump_until(f, &dr.fired, 1);
+	pump_until(f, &ds.fired, 1);
+	assert_int_equal(dr.st, WEFT_ERR_MISMATCH);
+	snprintf(want, sizeof(want),
+		 "message from rank 0 is %zu bytes, receive%s posted for %zu bytes", slen,
+		 reduce ? "-with-reduce" : "", rlen);
+	assert_string_equal(dr.msg, want);
+	/* eager sends were delivered as far as the sender can tell; a rejected rendezvous
+	 * send learns of the mismatch */
+	if (slen <= EAGER)
+		assert_int_equal(ds.st, WEFT_OK);
+	else
+		assert_int_equal(ds.st, WEFT_ERR_MISMATCH);
+	free(src);
+	free(dst);
+}
+
+static void test_mismatch(void **state)
+{
+	fab_t f;
+
+	fab_open(&f, *state, EAGER);
+	for (int unexp = 0; unexp < 2; unexp++) {
+		mismatch_one(&f, 100, 99, 0, unexp);
+		mismatch_one(&f, 2 * MIB, 1000, 0, unexp);
+		mismatch_one(&f, 2 * MIB, 2 * MIB - 64, 0, unexp);
+		mismatch_one(&f, 40, 80, 1, unexp);
+		mismatch_one(&f, 2 * MIB, 2 * MIB + 4, 1, unexp);
+		exchange(&f, 0, 2 * MIB, unexp, 5);
+		exchange(&f, 0, 100, unexp, 6);
+	}
+	/* shorter than the receive is fine */
+	uint8_t src[50], dst[80];
+	done_t ds = {0}, dr = {0};
+
+	fill(src, sizeof(src), 3);
+	post_recv1(&f, 1, 10, dst, sizeof(dst), NULL, &dr, NULL);
+	post_send1(&f, 0, 10, src, sizeof(src), &ds, NULL);
+	pump_until(&f, &dr.fired, 1);
+	pump_until(&f, &ds.fired, 1);
+	assert_int_equal(dr.st, WEFT_OK);
+	assert_int_equal(dr.bytes, 50);
+	assert_memory_equal(dst, src, 50);
+	fab_close(&f);
+}
+
+/* A cancelled receive never completes and never receives; the next one does. */
+static void test_cancel_recv(void **state)
+{
+	fab_t f;
+	uint8_t *src = malloc(2 * MIB), *dst = malloc(2 * MIB), *junk = malloc(2 * MIB);
+	done_t dc = {0}, ds = {0}, dr = {0};
+	wt_chan_op_t *op = NULL;
+
+	fab_open(&f, *state, EAGER);
+	for (int round = 0; round < 2; round++) {
+		size_t len = round ? 2 * MIB : 1000;
+
+		memset(&dc, 0, sizeof(dc));
+		memset(&ds, 0, sizeof(ds));
+		memset(&dr, 0, sizeof(dr));
+		fill(src, len, 11 + (unsigned)round);
+		memset(junk, 0x5a, len);
+		post_recv1(&f, 1, 3, junk, len, NULL, &dc, &op);
+		pump_rounds(&f, 3);
+		wt_chan_cancel(f.ch[1], op);
+		assert_int_equal(wt_chan_outstanding(f.ch[1]), 0);
+		post_send1(&f, 0, 3, src, len, &ds, NULL);
+		pump_rounds(&f, 10);
+		post_recv1(&f, 1, 3, dst, len, NULL, &dr, NULL);
+		pump_until(&f, &dr.fired, 1);
+		pump_until(&f, &ds.fired, 1);
+		pump_rounds(&f, 10);
+		assert_int_equal(dc.fired, 0);
+		assert_int_equal(dr.st, WEFT_OK);
+		check(dst, len, 11 + (unsigned)round);
+		for (size_t i = 0; i < len; i++)
+			assert_int_equal(junk[i], 0x5a);
+	}
+	/* a receive cancelled after its completion was queued but before its callback */
+	fill(src, 100, 1);
+	memset(&ds, 0, sizeof(ds));
+	memset(&dc, 0, sizeof(dc));
+	post_send1(&f, 0, 4, src, 100, &ds, NULL);
+	pump_rounds(&f, 20);
+	post_recv1(&f, 1, 4, dst, 100, NULL, &dc, &op); /* matches the queued message at once */
+	wt_chan_cancel(f.ch[1], op);
+	pump_until(&f, &ds.fired, 1);
+	pump_rounds(&f, 10);
+	assert_int_equal(dc.fired, 0);
+	/* a rendezvous receive cancelled while its data streams in (two pieces, so no get):
+	 * the rest is discarded */
+	size_t big = 16 * MIB;
+	uint8_t *bsrc = malloc(big), *bjunk = malloc(big);
+	struct iovec biov[2] = {{bsrc, big / 2}, {bsrc + big / 2, big / 2}};
+
+	memset(&ds, 0, sizeof(ds));
+	memset(&dc, 0, sizeof(dc));
+	post_recv1(&f, 1, 8, bjunk, big, NULL, &dc, &op);
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 8, biov, 2, on_done, &ds, NULL), WEFT_OK);
+	for (int i = 0; i < 3; i++) {
+		wt_chan_progress(f.ch[0]);
+		wt_chan_progress(f.ch[1]);
+	}
+	int cancelled = dc.fired == 0;
+
+	if (cancelled)
+		wt_chan_cancel(f.ch[1], op);
+	pump_until(&f, &ds.fired, 1);
+	pump_rounds(&f, 10);
+	assert_int_equal(ds.st, WEFT_OK);
+	if (cancelled)
+		assert_int_equal(dc.fired, 0);
+	else
+		assert_int_equal(dc.st, WEFT_OK);
+	free(bsrc);
+	free(bjunk);
+	exchange(&f, 0, 2 * MIB, 0, 12);
+	fab_close(&f);
+	free(src);
+	free(dst);
+	free(junk);
+}
+
+/* A cancelled rendezvous send gives no callback; the receive that matches its RTS later
+ * either still gets the data or fails with ABORTED, and nothing hangs. */
+static void test_cancel_send(void **state)
+{
+	fab_t f;
+	uint8_t *src = malloc(MIB), *dst = malloc(MIB);
+	done_t ds = {0}, dr = {0};
+	wt_chan_op_t *op = NULL;
+	struct iovec iov[2] = {{src, MIB / 2}, {src + MIB / 2, MIB / 2}};
+
+	fab_open(&f, *state, EAGER);
+	fill(src, MIB, 21);
+	/* two pieces: the receiver must ask for the data, and gets ABORT instead */
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 2, iov, 2, on_done, &ds, &op), WEFT_OK);
+	pump_rounds(&f, 20);
+	wt_chan_cancel(f.ch[0], op);
+	post_recv1(&f, 1, 2, dst, MIB, NULL, &dr, NULL);
+	pump_until(&f, &dr.fired, 1);
+	assert_int_equal(dr.st, WEFT_ERR_ABORTED);
+	assert_non_null(strstr(dr.msg, "rank 0"));
+	assert_int_equal(ds.fired, 0);
+	/* a receive matched to a queued RTS and cancelled before progress: the sender is
+	 * released with ABORTED */
+	memset(&ds, 0, sizeof(ds));
+	memset(&dr, 0, sizeof(dr));
+	post_send1(&f, 0, 3, src, MIB, &ds, NULL);
+	pump_rounds(&f, 20);
+	post_recv1(&f, 1, 3, dst, MIB, NULL, &dr, &op);
+	wt_chan_cancel(f.ch[1], op);
+	pump_until(&f, &ds.fired, 1);
+	assert_int_equal(ds.st, WEFT_ERR_ABORTED);
+	assert_non_null(strstr(ds.msg, "rank 1"));
+	assert_int_equal(dr.fired, 0);
+	/* a send cancelled while its data frames stream out: the receiver is told */
+	size_t big = 16 * MIB;
+	uint8_t *bsrc = malloc(big), *bdst = malloc(big);
+	struct iovec biov[2] = {{bsrc, big / 2}, {bsrc + big / 2, big / 2}};
+
+	memset(&ds, 0, sizeof(ds));
+	memset(&dr, 0, sizeof(dr));
+	post_recv1(&f, 1, 4, bdst, big, NULL, &dr, NULL);
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 4, biov, 2, on_done, &ds, &op), WEFT_OK);
+	for (int i = 0; i < 3; i++) {
+		wt_chan_progress(f.ch[1]);
+		wt_chan_progress(f.ch[0]);
+	}
+	int cancelled = ds.fired == 0;
+
+	if (cancelled)
+		wt_chan_cancel(f.ch[0], op);
+	pump_until(&f, &dr.fired, 1);
+	pump_rounds(&f, 10);
+	if (cancelled) {
+		assert_int_equal(ds.fired, 0);
+		assert_true(dr.st == WEFT_OK || dr.st == WEFT_ERR_ABORTED);
+	} else {
+		assert_int_equal(dr.st, WEFT_OK);
+	}
+	free(bsrc);
+	free(bdst);
+	exchange(&f, 0, MIB, 0, 22);
+	exchange(&f, 1, MIB, 0, 23);
+	fab_close(&f);
+	free(src);
+	free(dst);
+}
+
+/* fail_peer completes every pending op with the peer, and later posts too. */
+static void test_fail_peer(void **state)
+{
+	fab_t f;
+	uint8_t *buf = malloc(MIB), *rbuf = malloc(MIB);
+	done_t d[4] = {0}, late = {0};
+
+	fab_open(&f, *state, EAGER);
+	fill(buf, MIB, 1);
+	post_recv1(&f, 0, 1, rbuf, 100, NULL, &d[0], NULL);
+	post_recv1(&f, 0, 2, rbuf + 100, MIB / 2, NULL, &d[1], NULL);
+	post_send1(&f, 0, 3, buf, MIB, &d[2], NULL); /* waits for a receive that never comes */
+	pump_rounds(&f, 10);
+	post_recv1(&f, 0, 4, rbuf, 10, NULL, &d[3], NULL);
+	wt_chan_fail_peer(f.ch[0], 1, WEFT_ERR_PEER_FAILED, "test says so");
+	assert_int_equal(d[0].fired, 0); /* callbacks run only inside progress */
+	wt_chan_progress(f.ch[0]);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(d[i].fired, 1);
+		assert_int_equal(d[i].st, WEFT_ERR_PEER_FAILED);
+		assert_non_null(strstr(d[i].msg, "rank 1"));
+		assert_non_null(strstr(d[i].msg, "test says so"));
+	}
+	post_send1(&f, 0, 5, buf, 10, &late, NULL);
+	assert_int_equal(late.fired, 0);
+	wt_chan_progress(f.ch[0]);
+	assert_int_equal(late.fired, 1);
+	assert_int_equal(late.st, WEFT_ERR_PEER_FAILED);
+	pump_rounds(&f, 10); /* rank 1 holds the unexpected RTS; nothing waits on it */
+	fab_close(&f);
+
+	/* failure with frames still queued (the peer never ran) and unexpected messages */
+	enum { NQ = 3000 };
+	done_t *dq = calloc(NQ, sizeof(done_t));
+	done_t du = {0};
+
+	fab_open(&f, *state, EAGER);
+	post_send1(&f, 1, 77, buf, 100, &du, NULL);
+	pump_until(&f, &du.fired, 1);
+	pump_rounds(&f, 10); /* now unexpected at rank 0 */
+	for (int i = 0; i < NQ; i++)
+		post_send1(&f, 0, 1, buf, EAGER, &dq[i], NULL);
+	pump_one(&f, 0, 20);
+	wt_chan_fail_peer(f.ch[0], 1, WEFT_ERR_PEER_FAILED, "gone");
+	wt_chan_progress(f.ch[0]);
+	int ok = 0, failed = 0;
+
+	for (int i = 0; i < NQ; i++) {
+		assert_int_equal(dq[i].fired, 1);
+		ok += dq[i].st == WEFT_OK;
+		failed += dq[i].st == WEFT_ERR_PEER_FAILED;
+	}
+	assert_int_equal(ok + failed, NQ);
+	assert_true(failed > 0); /* 24 MiB cannot all fit in the link */
+	memset(&du, 0, sizeof(du));
+	post_recv1(&f, 0, 77, rbuf, 100, NULL, &du, NULL); /* the queued message is gone too */
+	wt_chan_progress(f.ch[0]);
+	assert_int_equal(du.st, WEFT_ERR_PEER_FAILED);
+	free(dq);
+	/* rank 1 still receives what was taken; it is not drained here */
+	for (int r = 0; r < 2; r++)
+		wt_chan_destroy(f.ch[r]);
+	for (int r = 0; r < 2; r++)
+		f.ops->close(f.link[r]);
+	free(buf);
+	free(rbuf);
+}
+
+/* The peer's link goes away: its pending ops fail with the link's status. */
+static void test_peer_lost(void **state)
+{
+	fab_t f;
+	uint8_t rb[64];
+	done_t d = {0}, late = {0};
+
+	fab_open(&f, *state, EAGER);
+	exchange(&f, 0, 100, 0, 1);
+	post_recv1(&f, 0, 1, rb, sizeof(rb), NULL, &d, NULL);
+	wt_chan_destroy(f.ch[1]);
+	f.ops->close(f.link[1]);
+	uint64_t dl = wt_util_deadline_in(WAIT_S);
+
+	while (!d.fired) {
+		if (wt_chan_progress(f.ch[0]) == 0)
+			wt_util_sleep_ns(1000000);
+		if (wt_util_deadline_passed(dl))
+			fail_msg("%s: the lost peer was not reported", f.driver);
+	}
+	assert_true(d.st < 0);
+	assert_non_null(strstr(d.msg, "rank 1"));
+	post_recv1(&f, 0, 2, rb, sizeof(rb), NULL, &late, NULL);
+	wt_chan_progress(f.ch[0]);
+	assert_int_equal(late.fired, 1);
+	assert_int_equal(late.st, d.st);
+	assert_int_equal(wt_chan_outstanding(f.ch[0]), 0);
+	wt_chan_destroy(f.ch[0]);
+	f.ops->close(f.link[0]);
+}
+
+/* Bad arguments are refused at post time, with no op created. */
+static void test_bad_args(void **state)
+{
+	fab_t f;
+	uint8_t b[16];
+	struct iovec iov = {NULL, 4};
+	wt_chan_reduce_t red = {.enabled = 1, .dtype = WEFT_INT32, .op = WEFT_SUM};
+	wt_chan_reduce_t avg = {.enabled = 1, .dtype = WEFT_INT32, .op = WEFT_AVG};
+	done_t d = {0};
+
+	fab_open(&f, *state, EAGER);
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 2, 1, b, 4, NULL, on_done, &d, NULL),
+			 WEFT_ERR_INVALID_ARG);
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 0, 1, b, 4, NULL, on_done, &d, NULL),
+			 WEFT_ERR_INVALID_ARG); /* no link to self */
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 6, &red, on_done, &d, NULL),
+			 WEFT_ERR_INVALID_ARG);
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 8, &avg, on_done, &d, NULL),
+			 WEFT_ERR_INVALID_ARG);
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 1, &iov, 1, on_done, &d, NULL),
+			 WEFT_ERR_INVALID_ARG);
+	assert_int_equal(wt_chan_post_send(f.ch[0], -1, 1, &iov, 0, on_done, &d, NULL),
+			 WEFT_ERR_INVALID_ARG);
+	assert_int_equal(wt_chan_outstanding(f.ch[0]), 0);
+	pump_rounds(&f, 5);
+	assert_int_equal(d.fired, 0);
+	fab_close(&f);
+}
+
+/* A malformed frame fails the sending peer with PROTOCOL, never crashes. */
+static void test_bad_frame(void **state)
+{
+	fab_t f;
+	uint8_t junk[WT_CHAN_HDR_LEN + 16];
+	uint8_t rb[32];
+	done_t d = {0};
+
+	fab_open(&f, *state, EAGER);
+	exchange(&f, 1, 100, 0, 1); /* the connection is up */
+	post_recv1(&f, 0, 1, rb, sizeof(rb), NULL, &d, NULL);
+	/* a DATA frame naming a receive slot that does not exist */
+	wt_chan_hdr_t h = {.version = WT_CHAN_WIRE_VERSION,
+			   .type = WT_CHAN_FR_DATA,
+			   .id = 0x1234500000007ull,
+			   .a = 0};
+
+	memset(junk, 0, sizeof(junk));
+	wt_chan_hdr_encode(&h, junk);
+	struct iovec iov = {junk, sizeof(junk)};
+	weft_status_t st;
+	uint64_t dl = wt_util_deadline_in(WAIT_S);
+
+	while ((st = f.ops->send(f.link[1], 0, &iov, 1, NULL)) == WT_AGAIN)
+		assert_false(wt_util_deadline_passed(dl));
+	assert_true(st == WEFT_OK || st == WEFT_INPROGRESS);
+	pump_until(&f, &d.fired, 1);
+	assert_int_equal(d.st, WEFT_ERR_PROTOCOL);
+	assert_non_null(strstr(d.msg, "rank 1"));
+	fab_close(&f);
+}
+
+/* Many messages both ways at once, random sizes, receives posted in shuffled order. */
+static void test_many(void **state)
+{
+	fab_t f;
+	enum { N = 160 };
+	uint8_t *src[2][N], *dst[2][N];
+	size_t len[2][N];
+	done_t ds[2][N], dr[2][N];
+	int perm[N];
+	uint32_t rnd = 12345;
+
+	memset(ds, 0, sizeof(ds));
+	memset(dr, 0, sizeof(dr));
+	fab_open(&f, *state, EAGER);
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < N; i++) {
+			rnd = rnd * 1103515245u + 12345u;
+			uint32_t k = (rnd >> 8) % 100;
+
+			len[r][i] = k < 60 ? k * 97 : k < 90 ? EAGER + k * 1111 : (size_t)k * 5000;
+			src[r][i] = malloc(len[r][i] + 1);
+			dst[r][i] = malloc(len[r][i] + 1);
+			fill(src[r][i], len[r][i], (unsigned)(r * N + i));
+		}
+	}
+	for (int i = 0; i < N; i++)
+		perm[i] = i;
+	for (int i = N - 1; i > 0; i--) {
+		rnd = rnd * 1103515245u + 12345u;
+		int j = (int)((rnd >> 8) % (uint32_t)(i + 1));
+		int t = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	/* receives for half the messages first, then all sends, then the rest */
+	for (int k = 0; k < N; k++) {
+		int i = perm[k];
+
+		if (k == N / 2) {
+			for (int r = 0; r < 2; r++)
+				for (int m = 0; m < N; m++)
+					post_send1(&f, r, 500 + (uint64_t)m, src[r][m], len[r][m],
+						   &ds[r][m], NULL);
+		}
+		for (int r = 0; r < 2; r++)
+			post_recv1(&f, 1 - r, 500 + (uint64_t)i, dst[r][i], len[r][i], NULL,
+				   &dr[r][i], NULL);
+		if (k % 16 == 0)
+			pump_once(&f);
+	}
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < N; i++) {
+			pump_until(&f, &dr[r][i].fired, 1);
+			pump_until(&f, &ds[r][i].fired, 1);
+		}
+	}
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < N; i++) {
+			assert_int_equal(ds[r][i].fired, 1);
+			assert_int_equal(dr[r][i].fired, 1);
+			assert_int_equal(dr[r][i].st, WEFT_OK);
+			assert_int_equal(dr[r][i].bytes, len[r][i]);
+			check(dst[r][i], len[r][i], (unsigned)(r * N + i));
+			free(src[r][i]);
+			free(dst[r][i]);
+		}
+	}
+	fab_close(&f);
+}
+
+/* Far more data posted than the link can hold before the peer runs at all. */
+static void test_backpressure(void **state)
+{
+	fab_t f;
+	enum { NE = 2000, NR = 6 };
+	size_t rlen = 4 * MIB;
+	uint8_t *esrc = malloc((size_t)NE * EAGER), *edst = malloc((size_t)NE * EAGER);
+	uint8_t *rsrc = malloc(NR * rlen), *rdst = malloc(NR * rlen);
+	done_t *ds = calloc(NE + NR, sizeof(done_t)), *dr = calloc(NE + NR, sizeof(done_t));
+	int sent = 0, recvd = 0;
+
+	fab_open(&f, *state, EAGER);
+	fill(esrc, (size_t)NE * EAGER, 1);
+	fill(rsrc, NR * rlen, 2);
+	for (int i = 0; i < NE; i++) {
+		post_send1(&f, 0, 7, esrc + (size_t)i * EAGER, EAGER, &ds[i], NULL);
+		if (i == NE / 2) {
+			for (int k = 0; k < NR; k++)
+				post_send1(&f, 0, 8, rsrc + (size_t)k * rlen, rlen, &ds[NE + k],
+					   NULL);
+		}
+	}
+	pump_one(&f, 0, 200); /* rank 1 is silent: the link fills up */
+	for (int k = 0; k < NR; k++)
+		post_recv1(&f, 1, 8, rdst + (size_t)k * rlen, rlen, NULL, &dr[NE + k], NULL);
+	for (int i = 0; i < NE; i++)
+		post_recv1(&f, 1, 7, edst + (size_t)i * EAGER, EAGER, NULL, &dr[i], NULL);
+	uint64_t dl = wt_util_deadline_in(WAIT_S);
+
+	while (sent < NE + NR || recvd < NE + NR) {
+		pump_once(&f);
+		sent = recvd = 0;
+		for (int i = 0; i < NE + NR; i++) {
+			sent += ds[i].fired;
+			recvd += dr[i].fired;
+		}
+		if (wt_util_deadline_passed(dl))
+			fail_msg("backpressure: %d sent, %d received of %d", sent, recvd, NE + NR);
+	}
+	for (int i = 0; i < NE + NR; i++) {
+		assert_int_equal(ds[i].st, WEFT_OK);
+		assert_int_equal(dr[i].st, WEFT_OK);
+	}
+	check(edst, (size_t)NE * EAGER, 1);
+	check(rdst, NR * rlen, 2);
+	fab_close(&f);
+	free(esrc);
+	free(edst);
+	free(rsrc);
+	free(rdst);
+	free(ds);
+	free(dr);
+}
+
+/* Callbacks may post new ops and cancel others. */
+typedef struct {
+	fab_t *f;
+	wt_chan_op_t *victim;
+	done_t *victim_done;
+	uint8_t *buf;
+	done_t chained;
+	int fired;
+} chain_t;
+
+static void on_chain(void *arg, weft_status_t st, size_t bytes, const char *msg)
+{
+	chain_t *c = arg;
+
+	(void)bytes;
+	(void)msg;
+	assert_int_equal(st, WEFT_OK);
+	c->fired++;
+	wt_chan_cancel(c->f->ch[1], c->victim);
+	post_send1(c->f, 1, 99, c->buf, 5000, &c->chained, NULL);
+}
+
+static void test_callback_reentry(void **state)
+{
+	fab_t f;
+	uint8_t a[100], ra[100], b[5000], back[5000], vbuf[10];
+	done_t vdone = {0}, ds = {0}, dback = {0};
+	chain_t c = {.f = &f, .victim_done = &vdone, .buf = b};
+
+	fab_open(&f, *state, EAGER);
+	fill(a, sizeof(a), 1);
+	fill(b, sizeof(b), 2);
+	post_recv1(&f, 1, 50, vbuf, sizeof(vbuf), NULL, &vdone, &c.victim);
+	assert_int_equal(wt_chan_post_recv(f.ch[1], 0, 1, ra, sizeof(ra), NULL, on_chain, &c, NULL),
+			 WEFT_OK);
+	post_recv1(&f, 0, 99, back, sizeof(back), NULL, &dback, NULL);
+	post_send1(&f, 0, 1, a, sizeof(a), &ds, NULL);
+	pump_until(&f, &dback.fired, 1);
+	pump_until(&f, &c.chained.fired, 1);
+	pump_until(&f, &ds.fired, 1);
+	assert_int_equal(c.fired, 1);
+	assert_int_equal(vdone.fired, 0);
+	assert_int_equal(dback.st, WEFT_OK);
+	assert_memory_equal(back, b, sizeof(b));
+	assert_memory_equal(ra, a, sizeof(a));
+	fab_close(&f);
+}
+
+#define DRIVER_TESTS(drv)                                                                          \
+	cmocka_unit_test_prestate(test_sizes, drv),                                                \
+	    cmocka_unit_test_prestate(test_unexpected, drv),                                       \
+	    cmocka_unit_test_prestate(test_iov_pieces, drv),                                       \
+	    cmocka_unit_test_prestate(test_ordering, drv),                                         \
+	    cmocka_unit_test_prestate(test_tags_out_of_order, drv),                                \
+	    cmocka_unit_test_prestate(test_reduce, drv),                                           \
+	    cmocka_unit_test_prestate(test_mismatch, drv),                                         \
+	    cmocka_unit_test_prestate(test_cancel_recv, drv),                                      \
+	    cmocka_unit_test_prestate(test_cancel_send, drv),                                      \
+	    cmocka_unit_test_prestate(test_fail_peer, drv),                                        \
+	    cmocka_unit_test_prestate(test_peer_lost, drv),                                        \
+	    cmocka_unit_test_prestate(test_bad_args, drv),                                         \
+	    cmocka_unit_test_prestate(test_bad_frame, drv),                                        \
+	    cmocka_unit_test_prestate(test_many, drv),                                             \
+	    cmocka_unit_test_prestate(test_backpressure, drv),                                     \
+	    cmocka_unit_test_prestate(test_callback_reentry, drv)
+
+int main(int argc, char **argv)
+{
+	const char *which = argc > 1 ? argv[1] : "shm";
+	static char shm[] = "shm", tcp[] = "tcp";
+	const struct CMUnitTest shm_tests[] = {DRIVER_TESTS(shm)};
+	const struct CMUnitTest tcp_tests[] = {DRIVER_TESTS(tcp)};
+
+	if (strcmp(which, "tcp") == 0)
+		return cmocka_run_group_tests_name("channel over tcp", tcp_tests, NULL, NULL);
+	return cmocka_run_group_tests_name("channel over shm", shm_tests, NULL, NULL);
+}

@@ -1,0 +1,41 @@
+/* A simulated network for schedule tests (tests/unit/schedule): every rank's executor
+ * runs in one process; messages match by (src, dst, tag) and every delivery step happens
+ * in a random order chosen by a seeded PRNG. */
+#ifndef WT_TEST_SIMNET_H
+#define WT_TEST_SIMNET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layers/schedule/exec.h"
+
+typedef struct simnet simnet_t;
+
+simnet_t *simnet_new(int nranks, uint64_t seed);
+void simnet_free(simnet_t *s);
+/* The network table rank r's executor uses. */
+const wt_sched_net_t *simnet_net(simnet_t *s, int rank);
+
+/* Run one random event; returns 0 when nothing can happen. */
+int simnet_step(simnet_t *s);
+/* Run events until nothing can happen; returns how many ran. */
+size_t simnet_run(simnet_t *s);
+
+/* Fault injection: rank's nth post (0-based, sends and receives together) returns st;
+ * rank's nth receive completion reports st instead of delivering. */
+void simnet_fail_post(simnet_t *s, int rank, int nth, weft_status_t st);
+void simnet_fail_recv(simnet_t *s, int rank, int nth, weft_status_t st);
+
+/* Ops of rank that are posted and neither completed nor cancelled. */
+size_t simnet_live_ops(const simnet_t *s, int rank);
+/* Distinct peers of rank's live receives, sorted; returns how many. */
+size_t simnet_live_recv_peers(const simnet_t *s, int rank, int *peers, size_t max);
+/* Number of callbacks the simulation has run for rank's ops. */
+size_t simnet_callbacks(const simnet_t *s, int rank);
+/* Number of posts for rank (successful or not). */
+size_t simnet_posts(const simnet_t *s, int rank);
+
+/* xorshift PRNG shared with the tests. */
+uint64_t simnet_rand(uint64_t *state);
+
+#endif
