@@ -350,6 +350,7 @@ static weft_status_t wire_up(wt_api_ctx_t *ctx, char *err, size_t errlen)
 				goto out;
 		}
 		ctx->peer_link[r] = link_index(ctx, name);
+		WT_INFO("rank %d reaches rank %d over %s", ctx->rank, r, name);
 	}
 	for (int i = 0; i < ctx->nlinks; i++) {
 		size_t len = sizeof(blob);
