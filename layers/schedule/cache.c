@@ -45,6 +45,8 @@ static uint64_t key_hash(const wt_sched_args_t *a, const wt_sched_algo_t *algo)
 	h = mix(h, (uint64_t)(uint32_t)a->size);
 	h = mix(h, (uint64_t)(a->in_place != 0));
 	h = mix(h, (uint64_t)a->seg_bytes);
+	h = mix(h, (uint64_t)(uint32_t)a->peer);
+	h = mix(h, (uint64_t)(uint32_t)a->compress);
 	return mix(h, (uint64_t)(uintptr_t)algo);
 }
 
@@ -54,7 +56,8 @@ static int key_equal(const cache_entry_t *e, const wt_sched_args_t *a, const wt_
 
 	return e->algo == algo && k->coll == a->coll && k->count == a->count &&
 	       k->dtype == a->dtype && k->op == a->op && k->root == a->root && k->rank == a->rank &&
-	       k->size == a->size && !k->in_place == !a->in_place && k->seg_bytes == a->seg_bytes;
+	       k->size == a->size && !k->in_place == !a->in_place && k->seg_bytes == a->seg_bytes &&
+	       k->peer == a->peer && k->compress == a->compress;
 }
 
 wt_sched_cache_t *wt_sched_cache_new(size_t cap)
@@ -166,6 +169,9 @@ weft_status_t wt_sched_cache_get(wt_sched_cache_t *c, const wt_sched_args_t *arg
 	/* Key on the algorithm actually used so forced and default picks share plans. */
 	if (!algo)
 		algo = wt_sched_algo_select(args, NULL);
+	/* Vector collectives depend on the caller's arrays, which the key cannot hold. */
+	if (args->coll == WT_COLL_ALLTOALLV)
+		return wt_sched_plan_build(args, algo, out, err, errlen);
 	hash = key_hash(args, algo);
 	pthread_mutex_lock(&c->lock);
 	e = cache_find(c, args, algo, hash);

@@ -22,7 +22,7 @@ struct wt_sched_plan {
 	char algo[WT_SCHED_ALGO_LEN];
 
 	size_t elem;	   /* dtype size, 0 when args are bad */
-	size_t data_bytes; /* SEND / RECV size */
+	size_t send_bytes, recv_bytes;
 	size_t scratch;
 
 	wt_sched_step_t *steps;
@@ -33,16 +33,6 @@ struct wt_sched_plan {
 	uint32_t *succ;
 	int last_fence; /* vertex id of the last fence, -1 if none */
 };
-
-const char *wt_sched_coll_name(wt_sched_coll_t coll)
-{
-	switch (coll) {
-	case WT_COLL_ALLREDUCE:
-		return "allreduce";
-	default:
-		return "unknown";
-	}
-}
 
 const char *wt_sched_step_type_name(wt_sched_step_type_t type)
 {
@@ -68,6 +58,69 @@ const char *wt_sched_buf_name(wt_sched_buf_t buf)
 	}
 }
 
+/* The extent (in elements) a counts/displacements pair covers; SIZE_MAX on overflow. */
+static size_t vector_extent(const size_t *counts, const size_t *displs, int n)
+{
+	size_t ext = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (counts[i] > SIZE_MAX - displs[i])
+			return SIZE_MAX;
+		if (counts[i] > 0 && counts[i] + displs[i] > ext)
+			ext = counts[i] + displs[i];
+	}
+	return ext;
+}
+
+static const char *vector_check(const wt_sched_args_t *a)
+{
+	size_t elem = wt_util_dtype_size(a->dtype);
+
+	if (!a->sendcounts || !a->sdispls || !a->recvcounts || !a->rdispls)
+		return "alltoallv without count or displacement vectors";
+	if (vector_extent(a->sendcounts, a->sdispls, a->size) > SIZE_MAX / elem ||
+	    vector_extent(a->recvcounts, a->rdispls, a->size) > SIZE_MAX / elem)
+		return "alltoallv counts + displacements overflow";
+	return NULL;
+}
+
+size_t wt_sched_args_buf_bytes(const wt_sched_args_t *a, wt_sched_buf_t buf)
+{
+	size_t es = wt_util_dtype_size(a->dtype);
+	size_t one = a->count * es, all = one * (size_t)a->size;
+	int root = a->rank == a->root, send = buf == WT_SCHED_BUF_SEND;
+
+	if (buf != WT_SCHED_BUF_SEND && buf != WT_SCHED_BUF_RECV)
+		return 0;
+	switch (a->coll) {
+	case WT_COLL_ALLREDUCE:
+	case WT_COLL_BROADCAST:
+		return one;
+	case WT_COLL_ALLGATHER:
+		return send ? one : all;
+	case WT_COLL_REDUCE_SCATTER:
+		return send ? all : one;
+	case WT_COLL_REDUCE:
+		return send || root ? one : 0;
+	case WT_COLL_GATHER:
+		return send ? one : root ? all : 0;
+	case WT_COLL_SCATTER:
+		return send ? (root ? all : 0) : one;
+	case WT_COLL_ALLTOALL:
+		return all;
+	case WT_COLL_ALLTOALLV:
+		if (send)
+			return vector_extent(a->sendcounts, a->sdispls, a->size) * es;
+		return vector_extent(a->recvcounts, a->rdispls, a->size) * es;
+	case WT_COLL_SEND:
+		return send ? one : 0;
+	case WT_COLL_RECV:
+		return send ? 0 : one;
+	default:
+		return 0;
+	}
+}
+
 weft_status_t wt_sched_args_check(const wt_sched_args_t *a, char *err, size_t errlen)
 {
 	const char *why = NULL;
@@ -87,8 +140,13 @@ weft_status_t wt_sched_args_check(const wt_sched_args_t *a, char *err, size_t er
 		why = "rank outside the communicator";
 	} else if (a->root < 0 || a->root >= a->size) {
 		why = "root outside the communicator";
-	} else if (a->count > SIZE_MAX / elem) {
-		why = "count * dtype size overflows";
+	} else if (a->count > SIZE_MAX / elem / (size_t)a->size) {
+		why = "count * dtype size * ranks overflows";
+	} else if ((a->coll == WT_COLL_SEND || a->coll == WT_COLL_RECV) &&
+		   (a->peer < 0 || a->peer >= a->size || a->peer == a->rank)) {
+		why = "peer outside the communicator or equal to the rank";
+	} else if (a->coll == WT_COLL_ALLTOALLV) {
+		why = vector_check(a);
 	}
 	if (!why)
 		return WEFT_OK;
@@ -115,7 +173,8 @@ wt_sched_plan_t *wt_sched_plan_new(const wt_sched_args_t *args)
 		return p;
 	}
 	p->elem = wt_util_dtype_size(args->dtype);
-	p->data_bytes = args->count * p->elem;
+	p->send_bytes = wt_sched_args_buf_bytes(args, WT_SCHED_BUF_SEND);
+	p->recv_bytes = wt_sched_args_buf_bytes(args, WT_SCHED_BUF_RECV);
 	return p;
 }
 
@@ -311,8 +370,9 @@ size_t wt_sched_plan_buf_bytes(const wt_sched_plan_t *p, wt_sched_buf_t buf)
 {
 	switch (buf) {
 	case WT_SCHED_BUF_SEND:
+		return p->send_bytes;
 	case WT_SCHED_BUF_RECV:
-		return p->data_bytes;
+		return p->recv_bytes;
 	case WT_SCHED_BUF_SCRATCH:
 		return p->scratch;
 	default:

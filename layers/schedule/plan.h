@@ -11,10 +11,44 @@
 #include <stdio.h>
 #include "lib/util/status.h"
 
+/* Buffer sizes per collective (es = dtype size, n = size; "root only" is 0 bytes on the
+ * other ranks, whose plans must not touch that buffer):
+ *   ALLREDUCE       SEND count*es          RECV count*es
+ *   ALLGATHER       SEND count*es          RECV n*count*es   (in place: SEND = RECV + rank block)
+ *   REDUCE_SCATTER  SEND n*count*es        RECV count*es     (in place: RECV = SEND + rank block)
+ *   BROADCAST       SEND count*es          RECV count*es     (always in place: one user buffer)
+ *   REDUCE          SEND count*es          RECV count*es root only
+ *   GATHER          SEND count*es          RECV n*count*es root only
+ *   SCATTER         SEND n*count*es root only  RECV count*es
+ *   ALLTOALL        SEND n*count*es        RECV n*count*es   (in place: SEND == RECV)
+ *   ALLTOALLV       SEND/RECV: the largest displacement + count of the vectors
+ *   BARRIER         nothing
+ *   SEND            SEND count*es to args.peer;  RECV  RECV count*es from args.peer
+ * In-place plans read their input from RECV where SEND aliases it; they must never write
+ * SEND. */
 typedef enum {
 	WT_COLL_ALLREDUCE = 0,
+	WT_COLL_ALLGATHER = 1,
+	WT_COLL_REDUCE_SCATTER = 2,
+	WT_COLL_BROADCAST = 3,
+	WT_COLL_REDUCE = 4,
+	WT_COLL_GATHER = 5,
+	WT_COLL_SCATTER = 6,
+	WT_COLL_ALLTOALL = 7,
+	WT_COLL_ALLTOALLV = 8,
+	WT_COLL_BARRIER = 9,
+	WT_COLL_SEND = 10,
+	WT_COLL_RECV = 11,
 	WT_COLL_COUNT_ /* one past the last */
 } wt_sched_coll_t;
+
+/* Wire compression of float32 reductions (WEFT_COMPRESS): data crosses links as 16-bit
+ * floats, every reduction accumulates in float32. */
+typedef enum {
+	WT_SCHED_COMPRESS_NONE = 0,
+	WT_SCHED_COMPRESS_BF16 = 1,
+	WT_SCHED_COMPRESS_FP16 = 2,
+} wt_sched_compress_t;
 
 typedef enum {
 	WT_SCHED_BUF_SEND = 0,	  /* the caller's send buffer (read only) */
@@ -41,8 +75,13 @@ typedef struct {
 	int root;
 	int rank;	  /* rank in the communicator */
 	int size;	  /* communicator size */
-	int in_place;	  /* sendbuf == recvbuf */
+	int in_place;	  /* the collective's in-place form (see the table above) */
 	size_t seg_bytes; /* pipeline segment size for chunked algorithms (0 = default) */
+	int peer;	  /* SEND / RECV: the other rank */
+	int compress;	  /* wt_sched_compress_t; only float32 allreduce honours it */
+	/* ALLTOALLV only, in elements, size entries each. Plans of ALLTOALLV are built per call
+	 * and never cached, so these may point at the caller's arrays. */
+	const size_t *sendcounts, *sdispls, *recvcounts, *rdispls;
 } wt_sched_args_t;
 
 typedef struct {
@@ -104,14 +143,40 @@ void wt_sched_plan_ref(wt_sched_plan_t *p);
 void wt_sched_plan_unref(wt_sched_plan_t *p);
 
 /* Algorithms: one file each under algos/, listed in one table (algos/table.c). */
+struct wt_sched_cost;
 typedef weft_status_t (*wt_sched_algo_fn_t)(const wt_sched_args_t *args, wt_sched_plan_t *p);
 typedef struct {
 	const char *name;
 	wt_sched_coll_t coll;
 	wt_sched_algo_fn_t build;
-	/* Default selection: used when the message is in [min_bytes, max_bytes]. */
+	/* Default selection without a cost model: the message is in [min_bytes, max_bytes];
+	 * min 1, max 0 marks one only the cost model or WEFT_ALGO picks. */
 	size_t min_bytes, max_bytes;
+	/* Estimated seconds under an alpha-beta-gamma model (NULL: not costed). */
+	double (*cost)(const wt_sched_args_t *args, const struct wt_sched_cost *c);
 } wt_sched_algo_t;
+
+/* One link class in the alpha-beta-gamma model: seconds per message (alpha), per byte
+ * moved (beta) and per byte reduced (gamma). Measured or configured by the API layer. */
+typedef struct wt_sched_cost {
+	double alpha, beta, gamma;
+} wt_sched_cost_t;
+
+/* Choose the algorithm for args. spec is WEFT_ALGO: "" or NULL for automatic, "name" for
+ * every collective that has an algorithm of that name, or "coll:name,coll:name" (e.g.
+ * "allreduce:ring,allgather:bruck"). Without a forced choice the cheapest algorithm under
+ * cost wins (the byte ranges when cost is NULL). A forced algorithm that cannot serve args
+ * fails with WEFT_ERR_UNSUPPORTED and err says why; it never silently switches. */
+weft_status_t wt_sched_algo_choose(const wt_sched_args_t *args, const char *spec,
+				   const wt_sched_cost_t *cost, const wt_sched_algo_t **out,
+				   char *err, size_t errlen);
+/* Check a WEFT_ALGO spec: every collective and algorithm it names exists. */
+weft_status_t wt_sched_algo_spec_check(const char *spec, char *err, size_t errlen);
+/* Collective by name ("allreduce", "reduce_scatter", ...); -1 if unknown. */
+int wt_sched_coll_from_name(const char *name);
+/* Bytes buffer buf holds for args (see the table at wt_sched_coll_t); 0 for a buffer the
+ * collective does not use on this rank. Callers check args first (no overflow). */
+size_t wt_sched_args_buf_bytes(const wt_sched_args_t *args, wt_sched_buf_t buf);
 
 const wt_sched_algo_t *wt_sched_algo_table(size_t *n);
 /* forced: an algorithm name (from WEFT_ALGO, case-insensitive) or NULL (or "") for the

@@ -398,6 +398,9 @@ int main(int argc, char **argv)
 	/* Everyone's verdict, so one rank's failure fails all of them. */
 	int64_t mine = g_fail, total = 0;
 	st = weft_allreduce(&mine, &total, 1, WEFT_INT64, WEFT_SUM, comm, NULL);
+	if (st != WEFT_OK)
+		fprintf(stderr, "rank %d: the closing allreduce failed: %s\n", g_rank,
+			weft_comm_last_error(comm));
 	if (st != WEFT_OK || total != 0) {
 		if (g_rank == 0)
 			fprintf(stderr, "allreduce_check: %lld failures across ranks (%s)\n",

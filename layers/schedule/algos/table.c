@@ -1,52 +1,420 @@
-/* The algorithm table, default selection and plan building (layers/schedule). Adding an
- * algorithm means one file under algos/ and one line here. */
+/* The algorithm table, selection by cost model or WEFT_ALGO, and plan building
+ * (layers/schedule). Adding an algorithm means one file under algos/ and one line here. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <strings.h>
 
 #include "layers/schedule/algos/algos.h"
 #include "lib/util/dtype.h"
 #include "lib/util/log.h"
 
-/* Recursive doubling sends the whole vector log2(n) times, which only pays below the
- * point where the ring's 2(n-1) latency terms dominate; 16 KiB is where the ring wins
- * on shared memory with a few ranks. */
+/* Without a cost model, recursive doubling serves allreduce below 16 KiB. */
 #define WT_SCHED_RECDBL_MAX_BYTES ((size_t)16 * 1024 - 1)
 
+/* ---- cost formulas (alpha-beta-gamma; m in bytes as noted per collective) ---- */
+
+static double lg(int n)
+{
+	return n > 1 ? ceil(log2((double)n)) : 0;
+}
+
+static int pow2(int n)
+{
+	return n > 0 && (n & (n - 1)) == 0;
+}
+
+static double elem_bytes(const wt_sched_args_t *a)
+{
+	return (double)a->count * (double)wt_util_dtype_size(a->dtype);
+}
+
+/* Folding the ranks beyond a power of two in and out costs two extra full messages. */
+static double fold(const wt_sched_args_t *a, const wt_sched_cost_t *c, double m)
+{
+	return pow2(a->size) ? 0 : 2 * (c->alpha + m * c->beta) + m * c->gamma;
+}
+
+static double seg_of(const wt_sched_args_t *a)
+{
+	return (double)(a->seg_bytes ? a->seg_bytes : WT_SCHED_DEFAULT_SEG_BYTES);
+}
+
+/* m = the vector. */
+static double c_ar_ring(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double n = a->size, m = elem_bytes(a);
+	return 2 * (n - 1) * c->alpha + 2 * (n - 1) / n * m * c->beta + (n - 1) / n * m * c->gamma;
+}
+
+static double c_ar_recdbl(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double m = elem_bytes(a);
+	return lg(a->size) * (c->alpha + m * c->beta + m * c->gamma) + fold(a, c, m);
+}
+
+static double c_ar_raben(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double n = a->size, m = elem_bytes(a);
+	return 2 * lg(a->size) * c->alpha + 2 * (n - 1) / n * m * c->beta +
+	       (n - 1) / n * m * c->gamma + fold(a, c, m);
+}
+
+static double c_ar_redbc(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double m = elem_bytes(a);
+	return 2 * lg(a->size) * (c->alpha + m * c->beta) + lg(a->size) * m * c->gamma;
+}
+
+/* m = the gathered vector (size blocks). */
+static double c_ag_ring(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double n = a->size, m = elem_bytes(a) * n;
+	return (n - 1) * c->alpha + (n - 1) / n * m * c->beta;
+}
+
+static double c_ag_log(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double n = a->size, m = elem_bytes(a) * n;
+	return lg(a->size) * c->alpha + (n - 1) / n * m * c->beta +
+	       (pow2(a->size) ? 0 : 2 * c->alpha + m * c->beta);
+}
+
+static double c_ag_bruck(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double n = a->size, m = elem_bytes(a) * n;
+	/* The final rotation is a local copy of the whole vector. */
+	return lg(a->size) * c->alpha + (n - 1) / n * m * c->beta + m * c->gamma * 0.5;
+}
+
+/* m = the whole input (size blocks). */
+static double c_rs_linear(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double n = a->size, m = elem_bytes(a) * n;
+	return (n - 1) * c->alpha + (n - 1) / n * m * (c->beta + c->gamma);
+}
+
+static double c_rs_halving(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double n = a->size, m = elem_bytes(a) * n;
+	return lg(a->size) * c->alpha + (n - 1) / n * m * (c->beta + c->gamma) + fold(a, c, m);
+}
+
+static double c_bc_binomial(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	return lg(a->size) * (c->alpha + elem_bytes(a) * c->beta);
+}
+
+static double c_chain(const wt_sched_args_t *a, const wt_sched_cost_t *c, double per_byte)
+{
+	double m = elem_bytes(a), seg = seg_of(a);
+	double segs = m > seg ? ceil(m / seg) : 1, piece = m / segs;
+	return (a->size - 2 + segs) * (c->alpha + piece * per_byte);
+}
+
+static double c_bc_chain(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	return c_chain(a, c, c->beta);
+}
+
+static double c_rd_binomial(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	return lg(a->size) * (c->alpha + elem_bytes(a) * (c->beta + c->gamma));
+}
+
+static double c_rd_chain(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	return c_chain(a, c, c->beta + c->gamma);
+}
+
+static double c_tree_blocks(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double n = a->size, m = elem_bytes(a) * n;
+	return lg(a->size) * c->alpha + (n - 1) / n * m * c->beta;
+}
+
+static double c_a2a_pairwise(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double n = a->size, m = elem_bytes(a) * n;
+	return (n - 1) * c->alpha + (n - 1) / n * m * c->beta;
+}
+
+static double c_a2a_bruck(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double m = elem_bytes(a) * a->size;
+	/* Each of the log steps moves about half the vector, plus two local rotations. */
+	return lg(a->size) * (c->alpha + m / 2 * c->beta) + m * c->gamma;
+}
+
+static double c_barrier(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	return lg(a->size) * c->alpha;
+}
+
+#define ALL 0, SIZE_MAX
 static const wt_sched_algo_t algo_table[] = {
-    {"recursive_doubling", WT_COLL_ALLREDUCE, wt_sched_allreduce_recdbl, 0,
-     WT_SCHED_RECDBL_MAX_BYTES},
-    {"ring", WT_COLL_ALLREDUCE, wt_sched_allreduce_ring, WT_SCHED_RECDBL_MAX_BYTES + 1, SIZE_MAX},
+	{"recursive_doubling", WT_COLL_ALLREDUCE, wt_sched_allreduce_recdbl, 0,
+	 WT_SCHED_RECDBL_MAX_BYTES, c_ar_recdbl},
+	{"ring", WT_COLL_ALLREDUCE, wt_sched_allreduce_ring, WT_SCHED_RECDBL_MAX_BYTES + 1,
+	 SIZE_MAX, c_ar_ring},
+	{"rabenseifner", WT_COLL_ALLREDUCE, wt_sched_allreduce_rabenseifner, 1, 0, c_ar_raben},
+	{"reduce_bcast", WT_COLL_ALLREDUCE, wt_sched_allreduce_reduce_bcast, 1, 0, c_ar_redbc},
+	{"ring", WT_COLL_ALLGATHER, wt_sched_allgather_ring, ALL, c_ag_ring},
+	{"recursive_doubling", WT_COLL_ALLGATHER, wt_sched_allgather_recdbl, 1, 0, c_ag_log},
+	{"bruck", WT_COLL_ALLGATHER, wt_sched_allgather_bruck, 1, 0, c_ag_bruck},
+	{"ring", WT_COLL_REDUCE_SCATTER, wt_sched_reduce_scatter_ring, ALL, c_rs_linear},
+	{"recursive_halving", WT_COLL_REDUCE_SCATTER, wt_sched_reduce_scatter_rechalving, 1, 0,
+	 c_rs_halving},
+	{"pairwise", WT_COLL_REDUCE_SCATTER, wt_sched_reduce_scatter_pairwise, 1, 0, c_rs_linear},
+	{"binomial", WT_COLL_BROADCAST, wt_sched_bcast_binomial, ALL, c_bc_binomial},
+	{"chain", WT_COLL_BROADCAST, wt_sched_bcast_chain, 1, 0, c_bc_chain},
+	{"binomial", WT_COLL_REDUCE, wt_sched_reduce_binomial, ALL, c_rd_binomial},
+	{"chain", WT_COLL_REDUCE, wt_sched_reduce_chain, 1, 0, c_rd_chain},
+	{"binomial", WT_COLL_GATHER, wt_sched_gather_binomial, ALL, c_tree_blocks},
+	{"binomial", WT_COLL_SCATTER, wt_sched_scatter_binomial, ALL, c_tree_blocks},
+	{"pairwise", WT_COLL_ALLTOALL, wt_sched_alltoall_pairwise, ALL, c_a2a_pairwise},
+	{"bruck", WT_COLL_ALLTOALL, wt_sched_alltoall_bruck, 1, 0, c_a2a_bruck},
+	{"pairwise", WT_COLL_ALLTOALLV, wt_sched_alltoallv_pairwise, ALL, NULL},
+	{"dissemination", WT_COLL_BARRIER, wt_sched_barrier_dissemination, ALL, c_barrier},
+	{"direct", WT_COLL_SEND, wt_sched_send_direct, ALL, NULL},
+	{"direct", WT_COLL_RECV, wt_sched_recv_direct, ALL, NULL},
 };
+#undef ALL
+
+#define NALGOS (sizeof(algo_table) / sizeof(algo_table[0]))
 
 const wt_sched_algo_t *wt_sched_algo_table(size_t *n)
 {
-	*n = sizeof(algo_table) / sizeof(algo_table[0]);
+	*n = NALGOS;
 	return algo_table;
 }
 
-/* An empty forced name counts as none, as an empty WEFT_ALGO does. */
-const wt_sched_algo_t *wt_sched_algo_select(const wt_sched_args_t *args, const char *forced)
-{
-	size_t n = sizeof(algo_table) / sizeof(algo_table[0]);
-	size_t elem, bytes;
+static const char *const coll_names[WT_COLL_COUNT_] = {
+	"allreduce", "allgather", "reduce_scatter", "broadcast", "reduce",    "gather",
+	"scatter",   "alltoall",  "alltoallv",      "barrier",   "send",      "recv",
+};
 
-	if (!args)
-		return NULL;
-	if (forced && forced[0]) {
-		for (size_t i = 0; i < n; i++)
-			if (algo_table[i].coll == args->coll &&
-			    !strcasecmp(algo_table[i].name, forced))
-				return &algo_table[i];
-		return NULL;
+const char *wt_sched_coll_name(wt_sched_coll_t coll)
+{
+	return (unsigned)coll < WT_COLL_COUNT_ ? coll_names[coll] : "unknown";
+}
+
+int wt_sched_coll_from_name(const char *name)
+{
+	for (int i = 0; i < WT_COLL_COUNT_; i++) {
+		if (strcasecmp(coll_names[i], name) == 0)
+			return i;
 	}
-	elem = wt_util_dtype_size(args->dtype);
-	bytes = elem && args->count <= SIZE_MAX / elem ? args->count * elem : SIZE_MAX;
-	for (size_t i = 0; i < n; i++)
-		if (algo_table[i].coll == args->coll && bytes >= algo_table[i].min_bytes &&
+	return -1;
+}
+
+static const wt_sched_algo_t *find_algo(wt_sched_coll_t coll, const char *name, size_t len)
+{
+	for (size_t i = 0; i < NALGOS; i++) {
+		if (algo_table[i].coll == coll && strlen(algo_table[i].name) == len &&
+		    strncasecmp(algo_table[i].name, name, len) == 0)
+			return &algo_table[i];
+	}
+	return NULL;
+}
+
+/* Walks "a:b,c" entries; calls fn(coll text, algo text) for each. Returns the first
+ * non-OK status of fn. A bare name has an empty coll. */
+typedef weft_status_t (*spec_fn_t)(const char *coll, size_t clen, const char *algo, size_t alen,
+				   void *arg, char *err, size_t errlen);
+
+static weft_status_t spec_walk(const char *spec, spec_fn_t fn, void *arg, char *err,
+			       size_t errlen)
+{
+	const char *p = spec;
+
+	while (p != NULL && *p != '\0') {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		const char *colon = memchr(p, ':', len);
+		weft_status_t st;
+
+		while (len > 0 && (*p == ' ' || *p == '\t')) {
+			p++;
+			len--;
+		}
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (len == 0) {
+			snprintf(err, errlen, "WEFT_ALGO: empty entry in '%s'", spec);
+			return WEFT_ERR_INVALID_ARG;
+		}
+		colon = memchr(p, ':', len);
+		if (colon != NULL)
+			st = fn(p, (size_t)(colon - p), colon + 1, len - (size_t)(colon - p) - 1,
+				arg, err, errlen);
+		else
+			st = fn("", 0, p, len, arg, err, errlen);
+		if (st != WEFT_OK)
+			return st;
+		p = end ? end + 1 : NULL;
+	}
+	return WEFT_OK;
+}
+
+static int coll_of_text(const char *coll, size_t clen)
+{
+	for (int i = 0; i < WT_COLL_COUNT_; i++) {
+		if (strlen(coll_names[i]) == clen && strncasecmp(coll_names[i], coll, clen) == 0)
+			return i;
+	}
+	return -1;
+}
+
+static weft_status_t check_entry(const char *coll, size_t clen, const char *algo, size_t alen,
+				 void *arg, char *err, size_t errlen)
+{
+	int found = 0;
+
+	(void)arg;
+	if (clen > 0) {
+		int c = coll_of_text(coll, clen);
+		if (c < 0) {
+			snprintf(err, errlen, "WEFT_ALGO: unknown collective '%.*s'", (int)clen,
+				 coll);
+			return WEFT_ERR_INVALID_ARG;
+		}
+		found = find_algo((wt_sched_coll_t)c, algo, alen) != NULL;
+		if (!found) {
+			snprintf(err, errlen, "WEFT_ALGO: %s has no algorithm '%.*s'",
+				 coll_names[c], (int)alen, algo);
+			return WEFT_ERR_INVALID_ARG;
+		}
+		return WEFT_OK;
+	}
+	for (int c = 0; c < WT_COLL_COUNT_ && !found; c++)
+		found = find_algo((wt_sched_coll_t)c, algo, alen) != NULL;
+	if (!found) {
+		snprintf(err, errlen, "WEFT_ALGO: no collective has an algorithm '%.*s'", (int)alen,
+			 algo);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	return WEFT_OK;
+}
+
+weft_status_t wt_sched_algo_spec_check(const char *spec, char *err, size_t errlen)
+{
+	if (spec == NULL)
+		return WEFT_OK;
+	return spec_walk(spec, check_entry, NULL, err, errlen);
+}
+
+struct pick {
+	wt_sched_coll_t coll;
+	const wt_sched_algo_t *algo;
+	int named; /* an entry named this collective or a bare name it has */
+	char name[64];
+};
+
+static weft_status_t pick_entry(const char *coll, size_t clen, const char *algo, size_t alen,
+				void *arg, char *err, size_t errlen)
+{
+	struct pick *pk = arg;
+	const wt_sched_algo_t *a;
+
+	(void)err;
+	(void)errlen;
+	if (clen > 0 && coll_of_text(coll, clen) != (int)pk->coll)
+		return WEFT_OK;
+	a = find_algo(pk->coll, algo, alen);
+	if (clen == 0 && a == NULL)
+		return WEFT_OK; /* a bare name other collectives have */
+	/* The last entry for a collective wins, as later settings override earlier ones. */
+	pk->algo = a;
+	pk->named = 1;
+	snprintf(pk->name, sizeof(pk->name), "%.*s", (int)(alen < 60 ? alen : 60), algo);
+	return WEFT_OK;
+}
+
+static const wt_sched_algo_t *by_cost(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	const wt_sched_algo_t *best = NULL;
+	double best_t = 0;
+
+	for (size_t i = 0; i < NALGOS; i++) {
+		const wt_sched_algo_t *e = &algo_table[i];
+		double t;
+		if (e->coll != a->coll)
+			continue;
+		if (e->cost == NULL) {
+			if (best == NULL)
+				best = e;
+			continue;
+		}
+		t = e->cost(a, c);
+		if (best == NULL || best->cost == NULL || t < best_t) {
+			best = e;
+			best_t = t;
+		}
+	}
+	return best;
+}
+
+static const wt_sched_algo_t *by_range(const wt_sched_args_t *a)
+{
+	size_t elem = wt_util_dtype_size(a->dtype);
+	size_t bytes = elem && a->count <= SIZE_MAX / elem ? a->count * elem : SIZE_MAX;
+
+	for (size_t i = 0; i < NALGOS; i++) {
+		if (algo_table[i].coll == a->coll && bytes >= algo_table[i].min_bytes &&
 		    bytes <= algo_table[i].max_bytes)
 			return &algo_table[i];
+	}
 	return NULL;
+}
+
+weft_status_t wt_sched_algo_choose(const wt_sched_args_t *args, const char *spec,
+				   const wt_sched_cost_t *cost, const wt_sched_algo_t **out,
+				   char *err, size_t errlen)
+{
+	struct pick pk = {.coll = args->coll};
+	weft_status_t st;
+
+	if ((unsigned)args->coll >= WT_COLL_COUNT_) {
+		snprintf(err, errlen, "schedule: unknown collective %d", (int)args->coll);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	if (spec != NULL && spec[0] != '\0') {
+		st = spec_walk(spec, pick_entry, &pk, err, errlen);
+		if (st != WEFT_OK)
+			return st;
+		if (pk.named) {
+			if (pk.algo == NULL) {
+				snprintf(err, errlen, "WEFT_ALGO forces %s:%s, which does not exist",
+					 coll_names[args->coll], pk.name);
+				return WEFT_ERR_UNSUPPORTED;
+			}
+			*out = pk.algo;
+			return WEFT_OK;
+		}
+	}
+	*out = cost != NULL ? by_cost(args, cost) : by_range(args);
+	if (*out == NULL) {
+		snprintf(err, errlen, "schedule: no algorithm for %s", coll_names[args->coll]);
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	return WEFT_OK;
+}
+
+/* Kept for callers that force by plain name: NULL if forced names nothing for args. */
+const wt_sched_algo_t *wt_sched_algo_select(const wt_sched_args_t *args, const char *forced)
+{
+	const wt_sched_algo_t *a = NULL;
+	char err[160];
+
+	if (args == NULL)
+		return NULL;
+	if (forced != NULL && forced[0] != '\0')
+		return find_algo(args->coll, forced, strlen(forced));
+	if (wt_sched_algo_choose(args, NULL, NULL, &a, err, sizeof(err)) != WEFT_OK)
+		return NULL;
+	return a;
 }
 
 weft_status_t wt_sched_allreduce_local(const wt_sched_args_t *a, wt_sched_plan_t *p)
@@ -68,7 +436,7 @@ static weft_status_t build_fail(weft_status_t st, char *err, size_t errlen, cons
 weft_status_t wt_sched_plan_build(const wt_sched_args_t *args, const wt_sched_algo_t *algo,
 				  wt_sched_plan_t **out, char *err, size_t errlen)
 {
-	char why[160];
+	char why[256];
 	wt_sched_plan_t *p;
 	weft_status_t st;
 
@@ -99,8 +467,8 @@ weft_status_t wt_sched_plan_build(const wt_sched_args_t *args, const wt_sched_al
 		wt_sched_fail(p, st, "%s: build failed", algo->name);
 	st = wt_sched_plan_finalize(p);
 	if (st) {
-		snprintf(why, sizeof(why), "schedule: %s plan: %s", algo->name,
-			 wt_sched_plan_error(p));
+		snprintf(why, sizeof(why), "schedule: %s %s plan: %s",
+			 wt_sched_coll_name(args->coll), algo->name, wt_sched_plan_error(p));
 		wt_sched_plan_unref(p);
 		return build_fail(st, err, errlen, why);
 	}

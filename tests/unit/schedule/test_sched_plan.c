@@ -279,7 +279,7 @@ static void test_build_errors(void **state)
 	a.size = 0;
 	assert_int_equal(wt_sched_plan_build(&a, t, &p, err, sizeof(err)), WEFT_ERR_INVALID_ARG);
 	a.size = 4;
-	a.coll = (wt_sched_coll_t)5;
+	a.coll = WT_COLL_COUNT_;
 	assert_int_equal(wt_sched_plan_build(&a, NULL, &p, err, sizeof(err)), WEFT_ERR_INVALID_ARG);
 	assert_null(p);
 }

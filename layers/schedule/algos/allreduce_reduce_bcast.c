@@ -1,0 +1,9 @@
+/* allreduce by reduce_bcast (layers/schedule). PLACEHOLDER: being written; refuses to build. */
+#include "layers/schedule/algos/algos.h"
+
+weft_status_t wt_sched_allreduce_reduce_bcast(const wt_sched_args_t *args, wt_sched_plan_t *p)
+{
+	(void)args;
+	wt_sched_fail(p, WEFT_ERR_UNSUPPORTED, "allreduce reduce_bcast: not written yet");
+	return WEFT_ERR_UNSUPPORTED;
+}

@@ -1,0 +1,9 @@
+/* alltoall by bruck (layers/schedule). PLACEHOLDER: being written; refuses to build. */
+#include "layers/schedule/algos/algos.h"
+
+weft_status_t wt_sched_alltoall_bruck(const wt_sched_args_t *args, wt_sched_plan_t *p)
+{
+	(void)args;
+	wt_sched_fail(p, WEFT_ERR_UNSUPPORTED, "alltoall bruck: not written yet");
+	return WEFT_ERR_UNSUPPORTED;
+}

@@ -1,0 +1,9 @@
+/* reduce by binomial (layers/schedule). PLACEHOLDER: being written; refuses to build. */
+#include "layers/schedule/algos/algos.h"
+
+weft_status_t wt_sched_reduce_binomial(const wt_sched_args_t *args, wt_sched_plan_t *p)
+{
+	(void)args;
+	wt_sched_fail(p, WEFT_ERR_UNSUPPORTED, "reduce binomial: not written yet");
+	return WEFT_ERR_UNSUPPORTED;
+}
