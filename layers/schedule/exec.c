@@ -100,6 +100,20 @@ static void exec_run_local(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	case WT_SCHED_DIV:
 		wt_util_scale_div(dst, s->len / ex->elem, ex->dtype, ex->size);
 		break;
+	/* Finalize admitted these only for float32 plans with a 16-bit wire format, so the
+	 * kernels cannot refuse them. */
+	case WT_SCHED_NARROW:
+		wt_util_f32_narrow(dst, bind(ex, s->src_buf, s->src_off), s->len / 2,
+				   (weft_dtype_t)s->wire);
+		break;
+	case WT_SCHED_WIDEN:
+		wt_util_f32_widen(dst, bind(ex, s->src_buf, s->src_off), s->len / ex->elem,
+				  (weft_dtype_t)s->wire);
+		break;
+	case WT_SCHED_REDUCE_WIDEN:
+		wt_util_f32_reduce_widen(dst, bind(ex, s->src_buf, s->src_off), s->len / ex->elem,
+					 (weft_dtype_t)s->wire, ex->wire_op);
+		break;
 	default:
 		break;
 	}
@@ -222,10 +236,18 @@ static weft_status_t exec_check(const wt_sched_plan_t *p, const wt_sched_net_t *
 			 (unsigned long long)tag_base);
 		return WEFT_ERR_INVALID_ARG;
 	}
+	/* A buffer the plan has no bytes of on this rank (root-only buffers elsewhere) may be
+	 * NULL; the plan never names it. */
 	bytes = wt_sched_plan_buf_bytes(p, WT_SCHED_BUF_RECV);
-	if (bytes && (!recvbuf || (!a->in_place && !sendbuf))) {
-		WT_ERROR("schedule: NULL buffer for %s of %zu bytes", wt_sched_coll_name(a->coll),
-			 bytes);
+	if (bytes && !recvbuf) {
+		WT_ERROR("schedule: NULL receive buffer for %s of %zu bytes",
+			 wt_sched_coll_name(a->coll), bytes);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	bytes = wt_sched_plan_buf_bytes(p, WT_SCHED_BUF_SEND);
+	if (bytes && !sendbuf) {
+		WT_ERROR("schedule: NULL send buffer for %s of %zu bytes",
+			 wt_sched_coll_name(a->coll), bytes);
 		return WEFT_ERR_INVALID_ARG;
 	}
 	return WEFT_OK;
@@ -276,7 +298,10 @@ weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net,
 	ex->net = *net;
 	ex->tag_base = tag_base;
 	ex->bufs[WT_SCHED_BUF_RECV] = recvbuf;
-	ex->bufs[WT_SCHED_BUF_SEND] = a->in_place ? recvbuf : (uint8_t *)(uintptr_t)sendbuf;
+	/* Bound as given: in-place forms alias SEND into RECV (allgather: SEND is the rank's
+	 * block of RECV; reduce_scatter: RECV is the rank's block of SEND), and plans never
+	 * write SEND. */
+	ex->bufs[WT_SCHED_BUF_SEND] = (uint8_t *)(uintptr_t)sendbuf;
 	ex->dtype = a->dtype;
 	ex->wire_op = a->op == WEFT_AVG ? WEFT_SUM : a->op;
 	ex->elem = wt_util_dtype_size(a->dtype);

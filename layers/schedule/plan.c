@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "layers/schedule/plan.h"
 #include "layers/schedule/exec.h" /* WT_SCHED_TAG_MSG_BITS */
@@ -21,7 +22,7 @@ struct wt_sched_plan {
 	char errmsg[WT_SCHED_ERR_LEN];
 	char algo[WT_SCHED_ALGO_LEN];
 
-	size_t elem;	   /* dtype size, 0 when args are bad */
+	size_t elem; /* dtype size, 0 when args are bad */
 	size_t send_bytes, recv_bytes;
 	size_t scratch;
 
@@ -36,8 +37,9 @@ struct wt_sched_plan {
 
 const char *wt_sched_step_type_name(wt_sched_step_type_t type)
 {
-	static const char *const names[] = {"SEND", "RECV", "RECV_REDUCE", "REDUCE",
-					    "COPY", "DIV",  "NOP"};
+	static const char *const names[] = {"SEND",  "RECV",	    "RECV_REDUCE", "REDUCE",
+					    "COPY",  "DIV",	    "NOP",	   "NARROW",
+					    "WIDEN", "REDUCE_WIDEN"};
 
 	if ((unsigned)type >= sizeof(names) / sizeof(names[0]))
 		return "?";
@@ -121,6 +123,39 @@ size_t wt_sched_args_buf_bytes(const wt_sched_args_t *a, wt_sched_buf_t buf)
 	}
 }
 
+int wt_sched_compress_wire(const wt_sched_args_t *a, weft_dtype_t *wire)
+{
+	if (a->coll != WT_COLL_ALLREDUCE || a->dtype != WEFT_FLOAT32)
+		return 0;
+	switch (a->compress) {
+	case WT_SCHED_COMPRESS_BF16:
+		*wire = WEFT_BFLOAT16;
+		return 1;
+	case WT_SCHED_COMPRESS_FP16:
+		*wire = WEFT_FLOAT16;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static const char *const compress_names[] = {"none", "bf16", "fp16"};
+
+const char *wt_sched_compress_name(int compress)
+{
+	if (compress < 0 || compress > WT_SCHED_COMPRESS_FP16)
+		return "?";
+	return compress_names[compress];
+}
+
+int wt_sched_compress_from_name(const char *name)
+{
+	for (int i = 0; name && i <= WT_SCHED_COMPRESS_FP16; i++)
+		if (strcasecmp(name, compress_names[i]) == 0)
+			return i;
+	return -1;
+}
+
 weft_status_t wt_sched_args_check(const wt_sched_args_t *a, char *err, size_t errlen)
 {
 	const char *why = NULL;
@@ -140,6 +175,8 @@ weft_status_t wt_sched_args_check(const wt_sched_args_t *a, char *err, size_t er
 		why = "rank outside the communicator";
 	} else if (a->root < 0 || a->root >= a->size) {
 		why = "root outside the communicator";
+	} else if (a->compress < WT_SCHED_COMPRESS_NONE || a->compress > WT_SCHED_COMPRESS_FP16) {
+		why = "unknown compression";
 	} else if (a->count > SIZE_MAX / elem / (size_t)a->size) {
 		why = "count * dtype size * ranks overflows";
 	} else if ((a->coll == WT_COLL_SEND || a->coll == WT_COLL_RECV) &&
@@ -325,6 +362,45 @@ int wt_sched_copy(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sch
 	return plan_add_local(p, WT_SCHED_COPY, dst, dst_off, src, src_off, len, ndeps, deps);
 }
 
+static int plan_add_conv(wt_sched_plan_t *p, wt_sched_step_type_t type, wt_sched_buf_t dst,
+			 size_t dst_off, wt_sched_buf_t src, size_t src_off, size_t len,
+			 weft_dtype_t wire, int ndeps, const int *deps)
+{
+	wt_sched_step_t s = {0};
+
+	s.type = (uint8_t)type;
+	s.buf = (uint8_t)dst;
+	s.src_buf = (uint8_t)src;
+	/* Out-of-range formats are kept visibly wrong for finalize to name. */
+	s.wire = (unsigned)wire <= UINT8_MAX ? (uint8_t)wire : UINT8_MAX;
+	s.peer = -1;
+	s.off = dst_off;
+	s.src_off = src_off;
+	s.len = len;
+	return plan_add(p, &s, ndeps, deps);
+}
+
+int wt_sched_narrow(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
+		    size_t src_off, size_t len, weft_dtype_t wire, int ndeps, const int *deps)
+{
+	return plan_add_conv(p, WT_SCHED_NARROW, dst, dst_off, src, src_off, len, wire, ndeps,
+			     deps);
+}
+
+int wt_sched_widen(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
+		   size_t src_off, size_t len, weft_dtype_t wire, int ndeps, const int *deps)
+{
+	return plan_add_conv(p, WT_SCHED_WIDEN, dst, dst_off, src, src_off, len, wire, ndeps, deps);
+}
+
+int wt_sched_reduce_widen(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off,
+			  wt_sched_buf_t src, size_t src_off, size_t len, weft_dtype_t wire,
+			  int ndeps, const int *deps)
+{
+	return plan_add_conv(p, WT_SCHED_REDUCE_WIDEN, dst, dst_off, src, src_off, len, wire, ndeps,
+			     deps);
+}
+
 int wt_sched_div(wt_sched_plan_t *p, wt_sched_buf_t buf, size_t off, size_t len, int ndeps,
 		 const int *deps)
 {
@@ -387,17 +463,55 @@ static int range_ok(size_t off, size_t len, size_t size)
 	return off <= size && len <= size - off;
 }
 
-static int step_reads(const wt_sched_step_t *s, wt_sched_buf_t *buf, size_t *off)
+static int step_is_conv(const wt_sched_step_t *s)
+{
+	return s->type == WT_SCHED_NARROW || s->type == WT_SCHED_WIDEN ||
+	       s->type == WT_SCHED_REDUCE_WIDEN;
+}
+
+/* Conversion steps between the plan's dtype (elem bytes) and a 16-bit format. */
+static size_t conv_src_len(const wt_sched_step_t *s, size_t elem)
+{
+	if (!elem)
+		return 0;
+	if (s->type == WT_SCHED_NARROW)
+		return s->len / 2 * elem;
+	return s->len / elem * 2;
+}
+
+size_t wt_sched_step_src_len(const wt_sched_plan_t *p, const wt_sched_step_t *s)
+{
+	switch (s->type) {
+	case WT_SCHED_SEND:
+	case WT_SCHED_REDUCE:
+	case WT_SCHED_COPY:
+		return s->len;
+	case WT_SCHED_NARROW:
+	case WT_SCHED_WIDEN:
+	case WT_SCHED_REDUCE_WIDEN:
+		return conv_src_len(s, p->elem);
+	default:
+		return 0;
+	}
+}
+
+static int step_reads(const wt_sched_plan_t *p, const wt_sched_step_t *s, wt_sched_buf_t *buf,
+		      size_t *off, size_t *len)
 {
 	switch (s->type) {
 	case WT_SCHED_SEND:
 		*buf = s->buf;
 		*off = s->off;
+		*len = s->len;
 		return 1;
 	case WT_SCHED_REDUCE:
 	case WT_SCHED_COPY:
+	case WT_SCHED_NARROW:
+	case WT_SCHED_WIDEN:
+	case WT_SCHED_REDUCE_WIDEN:
 		*buf = s->src_buf;
 		*off = s->src_off;
+		*len = wt_sched_step_src_len(p, s);
 		return 1;
 	default:
 		return 0;
@@ -429,10 +543,6 @@ static weft_status_t check_buf(wt_sched_plan_t *p, size_t i, const char *what, u
 			      buf);
 		return p->err;
 	}
-	if (buf == WT_SCHED_BUF_SEND && p->args.in_place) {
-		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: in-place plan uses SEND", i);
-		return p->err;
-	}
 	if (!range_ok(off, len, wt_sched_plan_buf_bytes(p, (wt_sched_buf_t)buf))) {
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
 			      "step %zu: %s range %s[%zu+%zu] exceeds %zu bytes", i, what,
@@ -443,13 +553,45 @@ static weft_status_t check_buf(wt_sched_plan_t *p, size_t i, const char *what, u
 	return WEFT_OK;
 }
 
+/* Only float32 <-> fp16 / bf16 has kernels; whole elements on both sides, and the two
+ * ranges (of different sizes) may not overlap at all. */
+static weft_status_t check_conv(wt_sched_plan_t *p, size_t i)
+{
+	const wt_sched_step_t *s = &p->steps[i];
+	size_t dst_es = s->type == WT_SCHED_NARROW ? 2 : p->elem, slen = conv_src_len(s, p->elem);
+	const char *name = wt_sched_step_type_name(s->type);
+
+	if (p->args.dtype != WEFT_FLOAT32) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: %s in a %s plan (float32 only)",
+			      i, name, wt_util_dtype_name(p->args.dtype));
+		return p->err;
+	}
+	if (s->wire != WEFT_FLOAT16 && s->wire != WEFT_BFLOAT16) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+			      "step %zu: %s with wire format %u (not float16 or bfloat16)", i, name,
+			      s->wire);
+		return p->err;
+	}
+	if (s->len % dst_es) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+			      "step %zu: %s of %zu bytes is not whole elements", i, name, s->len);
+		return p->err;
+	}
+	if (s->buf == s->src_buf && s->len && slen && s->off < s->src_off + slen &&
+	    s->src_off < s->off + s->len) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: %s operands overlap", i, name);
+		return p->err;
+	}
+	return WEFT_OK;
+}
+
 static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 {
 	const wt_sched_step_t *s = &p->steps[i];
 	wt_sched_buf_t rb;
-	size_t roff;
+	size_t roff, rlen;
 
-	if (s->type > WT_SCHED_NOP) {
+	if (s->type > WT_SCHED_REDUCE_WIDEN) {
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: unknown type %u", i, s->type);
 		return p->err;
 	}
@@ -477,7 +619,9 @@ static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 		if (check_buf(p, i, "destination", s->buf, s->off, s->len))
 			return p->err;
 	}
-	if (step_reads(s, &rb, &roff) && check_buf(p, i, "source", rb, roff, s->len))
+	if (step_is_conv(s) && check_conv(p, i))
+		return p->err;
+	if (step_reads(p, s, &rb, &roff, &rlen) && check_buf(p, i, "source", rb, roff, rlen))
 		return p->err;
 	/* The reduction kernel takes equal or disjoint operands only. */
 	if (s->type == WT_SCHED_REDUCE && s->buf == s->src_buf && s->off != s->src_off &&
@@ -660,6 +804,9 @@ static void dump_step(const wt_sched_plan_t *p, size_t i, FILE *out)
 		fprintf(out, " %s[%zu+%zu]", wt_sched_buf_name(s->buf), s->off, s->len);
 	if (s->type == WT_SCHED_REDUCE || s->type == WT_SCHED_COPY)
 		fprintf(out, " <- %s[%zu]", wt_sched_buf_name(s->src_buf), s->src_off);
+	if (step_is_conv(s))
+		fprintf(out, " <- %s[%zu+%zu] %s", wt_sched_buf_name(s->src_buf), s->src_off,
+			wt_sched_step_src_len(p, s), wt_util_dtype_name((weft_dtype_t)s->wire));
 	for (uint32_t k = 0; k < s->ndeps; k++)
 		fprintf(out, "%s%u", k ? "," : " deps ", p->deps[s->dep_start + k]);
 	fputc('\n', out);
@@ -670,10 +817,11 @@ void wt_sched_plan_dump(const wt_sched_plan_t *p, FILE *out)
 	const wt_sched_args_t *a = &p->args;
 
 	fprintf(out,
-		"plan %s %s count %zu dtype %d op %d root %d rank %d size %d in_place %d "
-		"seg %zu: %zu steps, scratch %zu%s%s\n",
-		p->algo[0] ? p->algo : "-", wt_sched_coll_name(a->coll), a->count, (int)a->dtype,
-		(int)a->op, a->root, a->rank, a->size, a->in_place, a->seg_bytes, p->nsteps,
+		"plan %s %s count %zu dtype %s op %s root %d rank %d size %d in_place %d "
+		"seg %zu compress %s: %zu steps, scratch %zu%s%s\n",
+		p->algo[0] ? p->algo : "-", wt_sched_coll_name(a->coll), a->count,
+		wt_util_dtype_name(a->dtype), wt_util_op_name(a->op), a->root, a->rank, a->size,
+		a->in_place, a->seg_bytes, wt_sched_compress_name(a->compress), p->nsteps,
 		p->scratch, p->err ? ", error: " : "", p->err ? p->errmsg : "");
 	for (size_t i = 0; i < p->nsteps; i++)
 		dump_step(p, i, out);

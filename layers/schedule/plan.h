@@ -64,6 +64,11 @@ typedef enum {
 	WT_SCHED_COPY = 4,
 	WT_SCHED_DIV = 5, /* dst /= comm size (the finish of WEFT_AVG) */
 	WT_SCHED_NOP = 6, /* fence / join */
+	/* Wire compression (float32 plans; the step's wire field names the 16-bit format).
+	 * len is the destination's bytes; the source spans wt_sched_step_src_len bytes. */
+	WT_SCHED_NARROW = 7,	   /* dst (16-bit) = round(src (plan dtype)) */
+	WT_SCHED_WIDEN = 8,	   /* dst (plan dtype) = src (16-bit) */
+	WT_SCHED_REDUCE_WIDEN = 9, /* dst (plan dtype) = dst op widen(src (16-bit)) */
 } wt_sched_step_type_t;
 
 /* Everything a plan depends on; two calls with equal args share a plan. */
@@ -87,7 +92,8 @@ typedef struct {
 typedef struct {
 	uint8_t type;		   /* wt_sched_step_type_t */
 	uint8_t buf;		   /* wt_sched_buf_t: destination (or source for SEND) */
-	uint8_t src_buf;	   /* REDUCE / COPY source */
+	uint8_t src_buf;	   /* REDUCE / COPY / NARROW / WIDEN / REDUCE_WIDEN source */
+	uint8_t wire;		   /* NARROW / WIDEN / REDUCE_WIDEN: weft_dtype_t, 16-bit */
 	int32_t peer;		   /* SEND / RECV*: communicator rank */
 	uint32_t msg;		   /* SEND / RECV*: index among messages to/from that peer */
 	size_t off, src_off, len;  /* bytes */
@@ -114,6 +120,28 @@ int wt_sched_copy(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sch
 /* Divide len bytes at buf+off by the communicator size (elements of the plan's dtype). */
 int wt_sched_div(wt_sched_plan_t *p, wt_sched_buf_t buf, size_t off, size_t len, int ndeps,
 		 const int *deps);
+/* Wire compression steps; wire is WEFT_FLOAT16 or WEFT_BFLOAT16 and the plan's dtype must be
+ * FLOAT32 (checked by finalize). len is the destination's bytes, as for every step: a NARROW
+ * of n elements has len 2n and reads 4n bytes; WIDEN and REDUCE_WIDEN have len 4n and read
+ * 2n. Source and destination must not overlap. REDUCE_WIDEN uses the plan's op (SUM for
+ * AVG) and accumulates in float32. */
+int wt_sched_narrow(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
+		    size_t src_off, size_t len, weft_dtype_t wire, int ndeps, const int *deps);
+int wt_sched_widen(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
+		   size_t src_off, size_t len, weft_dtype_t wire, int ndeps, const int *deps);
+int wt_sched_reduce_widen(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off,
+			  wt_sched_buf_t src, size_t src_off, size_t len, weft_dtype_t wire,
+			  int ndeps, const int *deps);
+/* Bytes a step reads from its source (src_buf + src_off, or buf + off for SEND); 0 for
+ * steps that read nothing. */
+size_t wt_sched_step_src_len(const wt_sched_plan_t *p, const wt_sched_step_t *s);
+/* 1 and the 16-bit wire format in *wire if args ask for compression and may have it; 0 when
+ * args->compress is NONE or the collective / dtype ignores it (only FLOAT32 ALLREDUCE
+ * honours it). */
+int wt_sched_compress_wire(const wt_sched_args_t *args, weft_dtype_t *wire);
+/* "none", "bf16", "fp16"; and back (-1 if unknown, case-insensitive). */
+const char *wt_sched_compress_name(int compress);
+int wt_sched_compress_from_name(const char *name);
 /* A step that waits for every step added so far; later steps may name it. */
 int wt_sched_fence(wt_sched_plan_t *p);
 /* Make the scratch buffer at least bytes long. */

@@ -276,6 +276,96 @@ void wt_util_reduce(void *dst, const void *src, size_t count, weft_dtype_t dt, w
 	wt_util_reduce3(dst, dst, src, count, dt, op);
 }
 
+/* ---- float32 <-> 16-bit wire formats (compression) ---- */
+
+static void narrow_f16(uint16_t *restrict d, const float *restrict s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		d[i] = float_to_half(s[i]);
+}
+
+static void narrow_bf16(uint16_t *restrict d, const float *restrict s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		d[i] = float_to_bf16(s[i]);
+}
+
+static void widen_f16(float *restrict d, const uint16_t *restrict s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		d[i] = half_to_float(s[i]);
+}
+
+static void widen_bf16(float *restrict d, const uint16_t *restrict s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		d[i] = bf16_to_float(s[i]);
+}
+
+static int is_half_fmt(weft_dtype_t fmt)
+{
+	return fmt == WEFT_FLOAT16 || fmt == WEFT_BFLOAT16;
+}
+
+int wt_util_f32_narrow(void *dst16, const void *src32, size_t count, weft_dtype_t fmt)
+{
+	if (!is_half_fmt(fmt))
+		return -1;
+	if (fmt == WEFT_FLOAT16)
+		narrow_f16(dst16, src32, count);
+	else
+		narrow_bf16(dst16, src32, count);
+	return 0;
+}
+
+int wt_util_f32_widen(void *dst32, const void *src16, size_t count, weft_dtype_t fmt)
+{
+	if (!is_half_fmt(fmt))
+		return -1;
+	if (fmt == WEFT_FLOAT16)
+		widen_f16(dst32, src16, count);
+	else
+		widen_bf16(dst32, src16, count);
+	return 0;
+}
+
+/* d = d op widen(s): one loop per (format, op) so each vectorises. */
+#define WT_WIDEN_KERNEL(NAME, TO_F, EXPR)                                                          \
+	static void rw_##NAME(float *restrict d, const uint16_t *restrict s, size_t n)             \
+	{                                                                                          \
+		for (size_t i = 0; i < n; i++) {                                                   \
+			float x = d[i], y = TO_F(s[i]);                                            \
+			d[i] = (EXPR);                                                             \
+		}                                                                                  \
+	}
+#define WT_WIDEN_KERNELS(NAME, TO_F)                                                               \
+	WT_WIDEN_KERNEL(NAME##_sum, TO_F, x + y)                                                   \
+	WT_WIDEN_KERNEL(NAME##_prod, TO_F, (x) * (y))                                              \
+	WT_WIDEN_KERNEL(NAME##_min, TO_F, WT_OP_FMIN(x, y))                                        \
+	WT_WIDEN_KERNEL(NAME##_max, TO_F, WT_OP_FMAX(x, y))
+
+WT_WIDEN_KERNELS(f16, half_to_float)
+WT_WIDEN_KERNELS(bf16, bf16_to_float)
+
+typedef void (*wt_widen_fn_t)(float *restrict d, const uint16_t *restrict s, size_t n);
+
+/* Indexed [fmt is bf16][op] for SUM, PROD, MIN, MAX in enum order. */
+static const wt_widen_fn_t wt_widen_kernels[2][4] = {
+    {rw_f16_sum, rw_f16_prod, rw_f16_min, rw_f16_max},
+    {rw_bf16_sum, rw_bf16_prod, rw_bf16_min, rw_bf16_max},
+};
+
+int wt_util_f32_reduce_widen(void *dst32, const void *src16, size_t count, weft_dtype_t fmt,
+			     weft_op_t op)
+{
+	if (!is_half_fmt(fmt) || !wt_util_op_valid(op))
+		return -1;
+	if (op == WEFT_AVG)
+		op = WEFT_SUM;
+	wt_widen_kernels[fmt == WEFT_BFLOAT16][op](dst32, src16, count);
+	return 0;
+}
+
 /* ---- AVG finish ---- */
 
 #define WT_DIV_INT(T, buf, count, n)                                                               \

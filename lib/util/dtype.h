@@ -31,4 +31,13 @@ uint16_t wt_util_float_to_half(float f);
 float wt_util_bf16_to_float(uint16_t b);
 uint16_t wt_util_float_to_bf16(float f);
 
+/* Bulk float32 <-> 16-bit float conversions for wire compression; fmt is WEFT_FLOAT16 or
+ * WEFT_BFLOAT16 (other values return -1 and touch nothing). narrow rounds to nearest
+ * even (fp16: beyond 65504 becomes inf). dst and src must not overlap. */
+int wt_util_f32_narrow(void *dst16, const void *src32, size_t count, weft_dtype_t fmt);
+int wt_util_f32_widen(void *dst32, const void *src16, size_t count, weft_dtype_t fmt);
+/* dst32[i] = dst32[i] op widen(src16[i]), accumulated in float32 (AVG reduces as SUM). */
+int wt_util_f32_reduce_widen(void *dst32, const void *src16, size_t count, weft_dtype_t fmt,
+			     weft_op_t op);
+
 #endif

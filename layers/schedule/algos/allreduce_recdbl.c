@@ -1,7 +1,9 @@
 /* Recursive doubling allreduce (layers/schedule) for small messages: log2(n) rounds of
  * whole-vector exchanges; with n not a power of two, the first 2*(n - p2) ranks pair up
  * and the even one of each pair folds its data into the odd one, which sends the result
- * back at the end. */
+ * back at the end. It ignores args->compress (wire compression): it serves small,
+ * latency-bound messages where halving the bytes gains nothing, and both partners of an
+ * exchange would have to round their own operand too to stay bit-identical. */
 #include "layers/schedule/algos/algos.h"
 #include "layers/schedule/algos/hazard.h"
 #include "lib/util/dtype.h"

@@ -143,8 +143,9 @@ static double c_a2a_pairwise(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 static double c_a2a_bruck(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 {
 	double m = elem_bytes(a) * a->size;
-	/* Each of the log steps moves about half the vector, plus two local rotations. */
-	return lg(a->size) * (c->alpha + m / 2 * c->beta) + m * c->gamma;
+	/* Each of the log steps moves about half the vector and packs and unpacks it (local
+	 * copies, priced like gamma), plus the two rotations. */
+	return lg(a->size) * (c->alpha + m / 2 * (c->beta + 2 * c->gamma)) + 2 * m * c->gamma;
 }
 
 static double c_barrier(const wt_sched_args_t *a, const wt_sched_cost_t *c)

@@ -241,13 +241,18 @@ static void test_finalize_rejects(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		check_rejected(&a, bad[i], WEFT_ERR_INVALID_ARG);
 	check_rejected(&a, bad_explicit_fail, WEFT_ERR_UNSUPPORTED);
-	/* In place, even reading SEND is an error: the executor aliases it to RECV. */
+	/* In place, reading SEND is allowed (in-place reduce_scatter reads the whole input
+	 * through it); writing it never is. */
 	check_rejected(&ip, bad_peer_self, WEFT_ERR_INVALID_ARG);
 	check_rejected(&ip, bad_recv_range, WEFT_ERR_INVALID_ARG);
 	{
 		wt_sched_plan_t *p = wt_sched_plan_new(&ip);
 
 		wt_sched_send(p, 1, WT_SCHED_BUF_SEND, 0, 8, 0, NULL);
+		assert_int_equal(wt_sched_plan_finalize(p), WEFT_OK);
+		wt_sched_plan_unref(p);
+		p = wt_sched_plan_new(&ip);
+		wt_sched_copy(p, WT_SCHED_BUF_SEND, 0, WT_SCHED_BUF_RECV, 8, 8, 0, NULL);
 		assert_int_equal(wt_sched_plan_finalize(p), WEFT_ERR_INVALID_ARG);
 		assert_non_null(strstr(wt_sched_plan_error(p), "SEND"));
 		wt_sched_plan_unref(p);
@@ -598,7 +603,7 @@ static void test_exec_zero_length(void **state)
 			wt_sched_recv(p[r], 0, WT_SCHED_BUF_RECV, 16, 0, 0, NULL);
 		wt_sched_div(p[r], WT_SCHED_BUF_RECV, 0, 0, 0, NULL);
 		assert_int_equal(wt_sched_plan_finalize(p[r]), WEFT_OK);
-		assert_int_equal(wt_sched_exec_start(p[r], simnet_net(sim, r), 0, NULL, buf[r],
+		assert_int_equal(wt_sched_exec_start(p[r], simnet_net(sim, r), 0, buf[r], buf[r],
 						     on_done, &d[r], &ex[r]),
 				 WEFT_OK);
 	}

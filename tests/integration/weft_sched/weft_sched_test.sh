@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# weft-sched integration cases (tests/integration): usage weft_sched_test.sh CASE WEFT_SCHED
+set -u
+case_name=$1
+ws=$2
+out=$(mktemp)
+err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+fail() {
+	echo "FAIL ($case_name): $*" >&2
+	echo "--- stdout:" >&2
+	head -40 "$out" >&2
+	echo "--- stderr:" >&2
+	head -20 "$err" >&2
+	exit 1
+}
+
+count_type() {
+	grep -cE "^ *[0-9]+: $1 " "$out"
+}
+
+# Structure every Graphviz file we emit must have (and dot must accept, when installed).
+check_dot() {
+	head -1 "$out" | grep -q '^digraph [A-Za-z_][A-Za-z0-9_]* {$' || fail "does not start with digraph"
+	[ "$(tail -1 "$out")" = "}" ] || fail "does not end with }"
+	opens=$(tr -cd '{' <"$out" | wc -c)
+	closes=$(tr -cd '}' <"$out" | wc -c)
+	[ "$opens" -eq "$closes" ] || fail "unbalanced braces: $opens { vs $closes }"
+	grep -qE '^ *r[0-9]+_s[0-9]+ -> r[0-9]+_s[0-9]+' "$out" || fail "no edge lines"
+	# Every statement line ends with ; or is a brace line.
+	if grep -vE '(;|\{|\})$' "$out" | grep -q .; then
+		fail "a line is neither a statement nor a brace"
+	fi
+	if command -v dot >/dev/null 2>&1; then
+		dot -Tsvg "$out" -o /dev/null 2>"$err" || fail "dot rejects the output"
+	fi
+}
+
+case $case_name in
+text)
+	# Ring allreduce at 4 ranks, one segment per chunk: 2(n-1) sends, n-1 receive-reduces
+	# in the reduce-scatter, n-1 receives in the allgather, n-1 copies (not in place).
+	"$ws" allreduce --algo ring --ranks 4 --rank 3 --count 1000 --dtype float32 >"$out" 2>"$err" ||
+		fail "exit $?"
+	head -1 "$out" | grep -q '^plan ring allreduce count 1000' || fail "no plan header"
+	[ "$(count_type SEND)" -eq 6 ] || fail "want 6 SEND steps, got $(count_type SEND)"
+	[ "$(count_type RECV_REDUCE)" -eq 3 ] || fail "want 3 RECV_REDUCE, got $(count_type RECV_REDUCE)"
+	[ "$(count_type RECV)" -eq 3 ] || fail "want 3 RECV, got $(count_type RECV)"
+	[ "$(count_type COPY)" -eq 3 ] || fail "want 3 COPY, got $(count_type COPY)"
+	# Suffixes: 1K elements in 4 chunks of 256 floats = 1024 bytes each.
+	"$ws" allreduce --algo ring --ranks 4 --count 1K >"$out" 2>"$err" || fail "1K: exit $?"
+	grep -q 'SEND\[0+1024\]' "$out" || fail "1K elements did not make 1024-byte chunks"
+	# Compression: messages come from the 16-bit mirror, with conversion steps.
+	"$ws" allreduce --algo ring --ranks 4 --count 1000 --compress bf16 >"$out" 2>"$err" ||
+		fail "compress: exit $?"
+	grep -q 'compress bf16' "$out" || fail "compress not in the header"
+	[ "$(count_type NARROW)" -gt 0 ] || fail "no NARROW steps"
+	[ "$(count_type REDUCE_WIDEN)" -eq 3 ] || fail "want 3 REDUCE_WIDEN"
+	if grep -E '^ *[0-9]+: SEND ' "$out" | grep -qv SCRATCH; then
+		fail "a compressed send does not come from SCRATCH"
+	fi
+	"$ws" --list >"$out" 2>"$err" || fail "--list: exit $?"
+	grep -q '^allreduce .*ring' "$out" || fail "--list lacks allreduce ring"
+	;;
+dot)
+	"$ws" allreduce --algo ring --ranks 4 --rank 1 --count 1000 --dot >"$out" 2>"$err" ||
+		fail "exit $?"
+	check_dot
+	;;
+all_ranks)
+	"$ws" allreduce --algo ring --ranks 4 --count 1000 --all-ranks --dot >"$out" 2>"$err" ||
+		fail "exit $?"
+	check_dot
+	[ "$(grep -c '^  subgraph cluster_rank' "$out")" -eq 4 ] || fail "want 4 clusters"
+	# 6 sends per rank, each paired with its receive: 24 message edges, each from a rank to
+	# its ring successor.
+	msgs=$(grep -cE '^  r[0-9]+_s[0-9]+ -> r[0-9]+_s[0-9]+ \[style=dashed' "$out")
+	[ "$msgs" -eq 24 ] || fail "want 24 message edges, got $msgs"
+	bad=$(grep -E '^  r[0-9]+_s[0-9]+ -> r[0-9]+_s[0-9]+ \[style=dashed' "$out" |
+		sed -E 's/^  r([0-9]+)_s[0-9]+ -> r([0-9]+)_.*/\1 \2/' |
+		awk '($1 + 1) % 4 != $2' | wc -l)
+	[ "$bad" -eq 0 ] || fail "$bad message edges do not go to the ring successor"
+	# Text form of every rank.
+	"$ws" allreduce --algo ring --ranks 3 --count 99 --all-ranks >"$out" 2>"$err" ||
+		fail "text: exit $?"
+	[ "$(grep -c '^plan ring' "$out")" -eq 3 ] || fail "want 3 plans"
+	;;
+simulate)
+	"$ws" allreduce --algo ring --ranks 1024 --count 1M --simulate >"$out" 2>"$err" ||
+		fail "exit $?"
+	grep -qE '^estimated time: [0-9]+\.[0-9]+ us' "$out" || fail "no estimated time"
+	# Ring allreduce of a vector too large to pipeline the first segment: the simulation
+	# matches the closed form 2(n-1)(alpha + m/n beta) + (n-1) m/n gamma to 0.1%.
+	t=$(sed -nE 's/^estimated time: ([0-9.]+) us.*/\1/p' "$out")
+	c=$(sed -nE 's/^closed-form estimate: ([0-9.]+) us/\1/p' "$out")
+	awk -v t="$t" -v c="$c" 'BEGIN { d = t - c; if (d < 0) d = -d; exit !(c > 0 && d <= c * 0.001) }' ||
+		fail "simulated $t us vs closed form $c us"
+	# A cost model changes the answer and the default choice still simulates.
+	"$ws" allreduce --ranks 64 --count 4K --cost 2,25,50 --simulate >"$out" 2>"$err" ||
+		fail "cost: exit $?"
+	grep -q 'alpha 2.000 us' "$out" || fail "--cost not applied"
+	;;
+bad_args)
+	for args in "allreduce --ranks 0" "nosuchcoll" "allreduce --dtype float7" \
+		"allreduce --op median" "allreduce --algo nosuch" "allreduce --count 12Q" \
+		"allreduce --rank 4 --ranks 4" "allreduce --compress fp8" "allreduce --cost 1,2" \
+		"allreduce --bogus" "" "allreduce broadcast" "allreduce --seg-bytes -1"; do
+		# shellcheck disable=SC2086
+		"$ws" $args >"$out" 2>"$err"
+		rc=$?
+		[ "$rc" -eq 2 ] || fail "'$args' exited $rc, want 2"
+		[ -s "$err" ] || fail "'$args' printed no message"
+	done
+	"$ws" -h >"$out" 2>"$err" || fail "-h exited $?"
+	grep -q usage "$out" || fail "-h prints no usage"
+	;;
+*)
+	echo "unknown case $case_name" >&2
+	exit 2
+	;;
+esac
+exit 0
