@@ -87,6 +87,83 @@ WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t
 				      weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
 				      weft_request_t **req);
 
+/* The other collectives. Every call takes counts in elements and a trailing req (NULL
+ * blocks; otherwise *req completes later). All ranks of comm must make the same
+ * collective calls in the same order with the same count, dtype, op and root. A count of
+ * 0 is a valid no-op. Buffers a rank does not use (root-only buffers elsewhere) may be
+ * NULL. Sizes below: n = communicator size, es = element size. */
+
+/* recvbuf (n * sendcount elements) receives every rank's sendbuf in rank order. In place:
+ * sendbuf == recvbuf + rank * sendcount * es. */
+WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+				      weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req);
+
+/* sendbuf holds n blocks of recvcount elements; rank r receives the reduction of every
+ * rank's block r. In place: recvbuf == sendbuf + rank * recvcount * es. */
+WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+					   weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
+					   weft_request_t **req);
+
+/* root's buf is copied to every rank's buf (always in place). */
+WEFT_API weft_status_t weft_broadcast(void *buf, size_t count, weft_dtype_t dtype, int root,
+				      weft_comm_t *comm, weft_request_t **req);
+
+/* The reduction of every rank's sendbuf lands in root's recvbuf (unused and possibly NULL
+ * on the other ranks). In place at root: sendbuf == recvbuf. */
+WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count,
+				   weft_dtype_t dtype, weft_op_t op, int root, weft_comm_t *comm,
+				   weft_request_t **req);
+
+/* root's recvbuf (n * sendcount elements, root only) receives every rank's sendbuf in
+ * rank order. */
+WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf, size_t sendcount,
+				   weft_dtype_t dtype, int root, weft_comm_t *comm,
+				   weft_request_t **req);
+
+/* Block r of root's sendbuf (n * recvcount elements, root only) lands in rank r's
+ * recvbuf. */
+WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+				    weft_dtype_t dtype, int root, weft_comm_t *comm,
+				    weft_request_t **req);
+
+/* Block j (count elements) of rank i's sendbuf lands in block i of rank j's recvbuf; both
+ * buffers hold n * count elements. In place: sendbuf == recvbuf. */
+WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+				     weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req);
+
+/* As alltoall with per-peer counts and displacements (elements, n entries each): rank i
+ * sends sendcounts[j] elements from sendbuf + sdispls[j] to rank j, which must expect
+ * exactly that many in recvcounts[i] at recvbuf + rdispls[i]. No in-place form. */
+WEFT_API weft_status_t weft_alltoallv(const void *sendbuf, const size_t *sendcounts,
+				      const size_t *sdispls, void *recvbuf,
+				      const size_t *recvcounts, const size_t *rdispls,
+				      weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req);
+
+/* Completes on a rank once every rank of comm has entered it. */
+WEFT_API weft_status_t weft_barrier(weft_comm_t *comm, weft_request_t **req);
+
+/* Point to point. tag is any int (negative too); messages between one pair of ranks with
+ * the same tag are received in the order they were sent, and never match a collective.
+ * A receive of count elements accepts a message of at most that many (a shorter message
+ * fills the front of buf); a longer message fails the receive with WEFT_ERR_MISMATCH and
+ * both sizes in weft_comm_last_error. peer == own rank is invalid. count 0 sends and
+ * receives nothing (no message is exchanged, so both sides must agree). A blocking send
+ * of a large message waits for the matching receive: post rings of sends and receives
+ * inside a group, or with requests. */
+WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer,
+				 int tag, weft_comm_t *comm, weft_request_t **req);
+WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, int tag,
+				 weft_comm_t *comm, weft_request_t **req);
+
+/* Groups batch calls as ncclGroupStart/End do. Between start and end, a call with
+ * req == NULL does not block: it is started at once and completes by weft_group_end,
+ * which waits for every such call, and returns the first error among them (including
+ * errors the calls themselves returned). Calls with a req behave as usual. Groups nest:
+ * only the outermost end waits. So a ring of blocking-style sends and receives inside a
+ * group cannot deadlock. weft_group_end without a start is WEFT_ERR_INVALID_ARG. */
+WEFT_API weft_status_t weft_group_start(weft_comm_t *comm);
+WEFT_API weft_status_t weft_group_end(weft_comm_t *comm);
+
 /* Waits, frees the request, sets *req = NULL and returns the operation's status. */
 WEFT_API weft_status_t weft_wait(weft_request_t **req);
 /* Sets *done; when done, frees the request, sets *req = NULL and returns its status. */

@@ -84,6 +84,7 @@ WEFT_API weft_status_t weft_init(weft_comm_t **world)
 	comm->id = ctx->next_comm_id++;
 	comm->rank = ctx->rank;
 	comm->size = ctx->size;
+	comm->cost = wt_api_comm_cost(ctx, comm->world, comm->size);
 	ctx->ncomms = 1;
 	*world = comm;
 	return WEFT_OK;
@@ -108,83 +109,600 @@ WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm)
 {
 	if (comm == NULL)
 		return WEFT_ERR_INVALID_ARG;
+	/* Calls deferred to a group that never ended: withdraw them before the context may go. */
+	for (size_t i = 0; i < comm->ngroup; i++)
+		wt_api_req_abandon(comm->group[i]);
+	free(comm->group);
 	wt_api_ctx_release(comm->ctx);
 	free(comm->world);
 	free(comm);
 	return WEFT_OK;
 }
 
-/* Shared checks of every collective's arguments; names what is wrong. */
-static weft_status_t check_buffers(weft_comm_t *comm, const char *what, const void *sendbuf,
-				   const void *recvbuf, size_t count, weft_dtype_t dtype,
-				   size_t *bytes)
-{
-	size_t esize;
+/* ---- argument checks: each names the call and what is wrong ---- */
 
+static weft_status_t check_dtype(weft_comm_t *comm, const char *what, weft_dtype_t dtype,
+				 size_t count, size_t *esize)
+{
 	if (!wt_util_dtype_valid(dtype)) {
 		wt_api_set_error(comm, "%s: unknown dtype %d", what, (int)dtype);
 		return WEFT_ERR_INVALID_ARG;
 	}
-	esize = wt_util_dtype_size(dtype);
-	if (count > SIZE_MAX / esize / (size_t)(comm->size > 0 ? comm->size : 1)) {
+	*esize = wt_util_dtype_size(dtype);
+	/* Every buffer of every call is at most size * count elements. */
+	if (count > SIZE_MAX / *esize / (size_t)(comm->size > 0 ? comm->size : 1)) {
 		wt_api_set_error(comm, "%s: count %zu of %s overflows the address space", what,
 				 count, wt_util_dtype_name(dtype));
 		return WEFT_ERR_INVALID_ARG;
 	}
-	if (count > 0 && (sendbuf == NULL || recvbuf == NULL)) {
-		wt_api_set_error(comm, "%s: %s is NULL with count %zu", what,
-				 sendbuf == NULL ? "sendbuf" : "recvbuf", count);
-		return WEFT_ERR_INVALID_ARG;
-	}
-	*bytes = count * esize;
 	return WEFT_OK;
 }
 
-static weft_status_t run(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
-			 void *recvbuf, weft_request_t **req)
+static weft_status_t check_op(weft_comm_t *comm, const char *what, weft_op_t op)
 {
+	if (wt_util_op_valid(op))
+		return WEFT_OK;
+	wt_api_set_error(comm, "%s: unknown op %d", what, (int)op);
+	return WEFT_ERR_INVALID_ARG;
+}
+
+/* A buffer this rank uses must exist when there is something to move. */
+static weft_status_t check_buf(weft_comm_t *comm, const char *what, const char *name,
+			       const void *buf, size_t count)
+{
+	if (buf != NULL || count == 0)
+		return WEFT_OK;
+	wt_api_set_error(comm, "%s: %s is NULL with count %zu on rank %d", what, name, count,
+			 comm->rank);
+	return WEFT_ERR_INVALID_ARG;
+}
+
+static weft_status_t check_rank(weft_comm_t *comm, const char *what, const char *name, int r)
+{
+	if (r >= 0 && r < comm->size)
+		return WEFT_OK;
+	wt_api_set_error(comm, "%s: %s %d is outside the communicator (size %d)", what, name, r,
+			 comm->size);
+	return WEFT_ERR_INVALID_ARG;
+}
+
+static void args_init(wt_sched_args_t *args, const weft_comm_t *comm, wt_sched_coll_t coll,
+		      size_t count, weft_dtype_t dtype, weft_op_t op, int root)
+{
+	memset(args, 0, sizeof(*args));
+	args->coll = coll;
+	args->count = count;
+	args->dtype = dtype;
+	args->op = op;
+	args->root = root;
+	args->rank = comm->rank;
+	args->size = comm->size;
+	args->seg_bytes = comm->ctx->cfg.seg_bytes;
+	/* Only float32 allreduce plans compress; elsewhere the field would only split the
+	 * plan cache. */
+	if (coll == WT_COLL_ALLREDUCE && dtype == WEFT_FLOAT32)
+		args->compress = comm->ctx->cfg.compress;
+}
+
+static int at_offset(const void *a, const void *base, size_t off)
+{
+	return base != NULL && a == (const void *)((const char *)base + off);
+}
+
+/* ---- running a call: blocking, async, or deferred to the end of a group ---- */
+
+static weft_status_t group_reserve(weft_comm_t *comm)
+{
+	weft_request_t **g;
+	size_t cap;
+
+	if (comm->ngroup < comm->group_cap)
+		return WEFT_OK;
+	cap = comm->group_cap ? comm->group_cap * 2 : 16;
+	g = realloc(comm->group, cap * sizeof(*g));
+	if (g == NULL) {
+		wt_api_set_error(comm, "group: out of memory for %zu deferred calls", cap);
+		return WEFT_ERR_NO_MEMORY;
+	}
+	comm->group = g;
+	comm->group_cap = cap;
+	return WEFT_OK;
+}
+
+/* Every call ends here: inside a group, the first failure is also weft_group_end's. */
+static weft_status_t note(weft_comm_t *comm, weft_status_t st)
+{
+	if (st < 0 && comm != NULL && comm->group_depth > 0 && comm->group_err == WEFT_OK) {
+		comm->group_err = st;
+		snprintf(comm->group_msg, sizeof(comm->group_msg), "%s", comm->last_error);
+	}
+	return st;
+}
+
+/* noop: nothing to move on any rank (every rank passes the same count). */
+static weft_status_t run_ex(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
+			    void *recvbuf, int tag, int noop, weft_request_t **req)
+{
+	int defer = req == NULL && comm->group_depth > 0;
 	weft_request_t *r = NULL;
 	weft_status_t st;
 
-	st = wt_api_coll_start(comm, args, sendbuf, recvbuf, &r);
+	if (defer) {
+		st = group_reserve(comm);
+		if (st != WEFT_OK)
+			return st;
+	}
+	/* The executor binds SEND even where the plan has no bytes of it. */
+	if (sendbuf == NULL)
+		sendbuf = recvbuf;
+	if (noop)
+		st = wt_api_req_done_now(comm, args->coll, &r);
+	else
+		st = wt_api_coll_start(comm, args, sendbuf, recvbuf, tag, &r);
 	if (st != WEFT_OK)
 		return st;
 	if (req != NULL) {
 		*req = r;
 		return WEFT_OK;
 	}
+	if (defer) {
+		comm->group[comm->ngroup++] = r;
+		return WEFT_OK;
+	}
 	return wt_api_wait_one(&r);
+}
+
+static weft_status_t run(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
+			 void *recvbuf, int tag, int noop, weft_request_t **req)
+{
+	return run_ex(comm, args, sendbuf, recvbuf, tag, noop, req);
+}
+
+/* ---- the calls ---- */
+
+static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+			       weft_op_t op, weft_comm_t *comm, weft_request_t **req)
+{
+	const char *what = "allreduce";
+	wt_sched_args_t args;
+	size_t es;
+	weft_status_t st;
+
+	st = check_dtype(comm, what, dtype, count, &es);
+	if (st == WEFT_OK)
+		st = check_op(comm, what, op);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "sendbuf", sendbuf, count);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "recvbuf", recvbuf, count);
+	if (st != WEFT_OK)
+		return st;
+	args_init(&args, comm, WT_COLL_ALLREDUCE, count, dtype, op, 0);
+	args.in_place = sendbuf == recvbuf;
+	return run(comm, &args, sendbuf, recvbuf, 0, count == 0, req);
 }
 
 WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count,
 				      weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
 				      weft_request_t **req)
 {
+	if (req != NULL)
+		*req = NULL;
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	return note(comm, allreduce(sendbuf, recvbuf, count, dtype, op, comm, req));
+}
+
+static weft_status_t allgather(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+			       weft_comm_t *comm, weft_request_t **req)
+{
+	const char *what = "allgather";
 	wt_sched_args_t args;
-	size_t bytes;
+	size_t es;
 	weft_status_t st;
+
+	st = check_dtype(comm, what, dtype, count, &es);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "sendbuf", sendbuf, count);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "recvbuf", recvbuf, count);
+	if (st != WEFT_OK)
+		return st;
+	args_init(&args, comm, WT_COLL_ALLGATHER, count, dtype, WEFT_SUM, 0);
+	args.in_place = at_offset(sendbuf, recvbuf, (size_t)comm->rank * count * es);
+	return run(comm, &args, sendbuf, recvbuf, 0, count == 0, req);
+}
+
+WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+				      weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req)
+{
+	if (req != NULL)
+		*req = NULL;
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	return note(comm, allgather(sendbuf, recvbuf, sendcount, dtype, comm, req));
+}
+
+static weft_status_t reduce_scatter(const void *sendbuf, void *recvbuf, size_t count,
+				    weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
+				    weft_request_t **req)
+{
+	const char *what = "reduce_scatter";
+	wt_sched_args_t args;
+	int inplace;
+	size_t es;
+	weft_status_t st;
+
+	st = check_dtype(comm, what, dtype, count, &es);
+	if (st == WEFT_OK)
+		st = check_op(comm, what, op);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "sendbuf", sendbuf, count);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "recvbuf", recvbuf, count);
+	if (st != WEFT_OK)
+		return st;
+	args_init(&args, comm, WT_COLL_REDUCE_SCATTER, count, dtype, op, 0);
+	/* In place, RECV is the rank's block of SEND: the plans read every block through SEND
+	 * and write the rank's block only after reading it. */
+	inplace = at_offset(recvbuf, sendbuf, (size_t)comm->rank * count * es);
+	args.in_place = inplace;
+	return run_ex(comm, &args, sendbuf, recvbuf, 0, count == 0, req);
+}
+
+WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+					   weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
+					   weft_request_t **req)
+{
+	if (req != NULL)
+		*req = NULL;
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	return note(comm, reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, req));
+}
+
+static weft_status_t broadcast(void *buf, size_t count, weft_dtype_t dtype, int root,
+			       weft_comm_t *comm, weft_request_t **req)
+{
+	const char *what = "broadcast";
+	wt_sched_args_t args;
+	size_t es;
+	weft_status_t st;
+
+	st = check_dtype(comm, what, dtype, count, &es);
+	if (st == WEFT_OK)
+		st = check_rank(comm, what, "root", root);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "buf", buf, count);
+	if (st != WEFT_OK)
+		return st;
+	args_init(&args, comm, WT_COLL_BROADCAST, count, dtype, WEFT_SUM, root);
+	args.in_place = 1;
+	return run(comm, &args, buf, buf, 0, count == 0, req);
+}
+
+WEFT_API weft_status_t weft_broadcast(void *buf, size_t count, weft_dtype_t dtype, int root,
+				      weft_comm_t *comm, weft_request_t **req)
+{
+	if (req != NULL)
+		*req = NULL;
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	return note(comm, broadcast(buf, count, dtype, root, comm, req));
+}
+
+static weft_status_t reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+			    weft_op_t op, int root, weft_comm_t *comm, weft_request_t **req)
+{
+	const char *what = "reduce";
+	int is_root = comm->rank == root;
+	wt_sched_args_t args;
+	size_t es;
+	weft_status_t st;
+
+	st = check_dtype(comm, what, dtype, count, &es);
+	if (st == WEFT_OK)
+		st = check_op(comm, what, op);
+	if (st == WEFT_OK)
+		st = check_rank(comm, what, "root", root);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "sendbuf", sendbuf, count);
+	if (st == WEFT_OK && is_root)
+		st = check_buf(comm, what, "recvbuf (at the root)", recvbuf, count);
+	if (st != WEFT_OK)
+		return st;
+	args_init(&args, comm, WT_COLL_REDUCE, count, dtype, op, root);
+	args.in_place = is_root && sendbuf == recvbuf;
+	/* Off the root recvbuf is no buffer of the plan's; binding sendbuf keeps it unused. */
+	return run(comm, &args, sendbuf, is_root ? recvbuf : (void *)(uintptr_t)sendbuf, 0,
+		   count == 0, req);
+}
+
+WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count,
+				   weft_dtype_t dtype, weft_op_t op, int root, weft_comm_t *comm,
+				   weft_request_t **req)
+{
+	if (req != NULL)
+		*req = NULL;
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	return note(comm, reduce(sendbuf, recvbuf, count, dtype, op, root, comm, req));
+}
+
+static weft_status_t gather(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+			    int root, weft_comm_t *comm, weft_request_t **req)
+{
+	const char *what = "gather";
+	int is_root = comm->rank == root;
+	wt_sched_args_t args;
+	size_t es;
+	weft_status_t st;
+
+	st = check_dtype(comm, what, dtype, count, &es);
+	if (st == WEFT_OK)
+		st = check_rank(comm, what, "root", root);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "sendbuf", sendbuf, count);
+	if (st == WEFT_OK && is_root)
+		st = check_buf(comm, what, "recvbuf (at the root)", recvbuf, count);
+	if (st != WEFT_OK)
+		return st;
+	args_init(&args, comm, WT_COLL_GATHER, count, dtype, WEFT_SUM, root);
+	return run(comm, &args, sendbuf, is_root ? recvbuf : (void *)(uintptr_t)sendbuf, 0,
+		   count == 0, req);
+}
+
+WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf, size_t sendcount,
+				   weft_dtype_t dtype, int root, weft_comm_t *comm,
+				   weft_request_t **req)
+{
+	if (req != NULL)
+		*req = NULL;
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	return note(comm, gather(sendbuf, recvbuf, sendcount, dtype, root, comm, req));
+}
+
+static weft_status_t scatter(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+			     int root, weft_comm_t *comm, weft_request_t **req)
+{
+	const char *what = "scatter";
+	int is_root = comm->rank == root;
+	wt_sched_args_t args;
+	size_t es;
+	weft_status_t st;
+
+	st = check_dtype(comm, what, dtype, count, &es);
+	if (st == WEFT_OK)
+		st = check_rank(comm, what, "root", root);
+	if (st == WEFT_OK && is_root)
+		st = check_buf(comm, what, "sendbuf (at the root)", sendbuf, count);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "recvbuf", recvbuf, count);
+	if (st != WEFT_OK)
+		return st;
+	args_init(&args, comm, WT_COLL_SCATTER, count, dtype, WEFT_SUM, root);
+	return run(comm, &args, is_root ? sendbuf : NULL, recvbuf, 0, count == 0, req);
+}
+
+WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+				    weft_dtype_t dtype, int root, weft_comm_t *comm,
+				    weft_request_t **req)
+{
+	if (req != NULL)
+		*req = NULL;
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	return note(comm, scatter(sendbuf, recvbuf, recvcount, dtype, root, comm, req));
+}
+
+static weft_status_t alltoall(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+			      weft_comm_t *comm, weft_request_t **req)
+{
+	const char *what = "alltoall";
+	wt_sched_args_t args;
+	size_t es;
+	weft_status_t st;
+
+	st = check_dtype(comm, what, dtype, count, &es);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "sendbuf", sendbuf, count);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "recvbuf", recvbuf, count);
+	if (st != WEFT_OK)
+		return st;
+	args_init(&args, comm, WT_COLL_ALLTOALL, count, dtype, WEFT_SUM, 0);
+	args.in_place = sendbuf == recvbuf;
+	return run(comm, &args, sendbuf, recvbuf, 0, count == 0, req);
+}
+
+WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+				     weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req)
+{
+	if (req != NULL)
+		*req = NULL;
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	return note(comm, alltoall(sendbuf, recvbuf, count, dtype, comm, req));
+}
+
+/* Elements a counts/displacements pair spans; names the first entry that overflows. */
+static weft_status_t vector_extent(weft_comm_t *comm, const char *which, const size_t *counts,
+				   const size_t *displs, size_t es, size_t *ext)
+{
+	*ext = 0;
+	for (int i = 0; i < comm->size; i++) {
+		if (counts[i] > SIZE_MAX - displs[i] || counts[i] + displs[i] > SIZE_MAX / es) {
+			wt_api_set_error(comm,
+					 "alltoallv: %s entry %d (count %zu at displacement %zu) "
+					 "overflows the address space",
+					 which, i, counts[i], displs[i]);
+			return WEFT_ERR_INVALID_ARG;
+		}
+		if (counts[i] > 0 && counts[i] + displs[i] > *ext)
+			*ext = counts[i] + displs[i];
+	}
+	return WEFT_OK;
+}
+
+static weft_status_t alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+			       void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+			       weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req)
+{
+	const char *what = "alltoallv";
+	size_t es, sext = 0, rext = 0;
+	wt_sched_args_t args;
+	weft_status_t st;
+
+	st = check_dtype(comm, what, dtype, 0, &es);
+	if (st != WEFT_OK)
+		return st;
+	if (sendcounts == NULL || sdispls == NULL || recvcounts == NULL || rdispls == NULL) {
+		wt_api_set_error(comm, "alltoallv: %s is NULL",
+				 sendcounts == NULL   ? "sendcounts"
+				 : sdispls == NULL    ? "sdispls"
+				 : recvcounts == NULL ? "recvcounts"
+						      : "rdispls");
+		return WEFT_ERR_INVALID_ARG;
+	}
+	st = vector_extent(comm, "send", sendcounts, sdispls, es, &sext);
+	if (st == WEFT_OK)
+		st = vector_extent(comm, "receive", recvcounts, rdispls, es, &rext);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "sendbuf", sendbuf, sext);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "recvbuf", recvbuf, rext);
+	if (st != WEFT_OK)
+		return st;
+	if (sendcounts[comm->rank] != recvcounts[comm->rank]) {
+		wt_api_set_error(comm,
+				 "alltoallv: rank %d sends itself %zu elements but expects %zu",
+				 comm->rank, sendcounts[comm->rank], recvcounts[comm->rank]);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	if (sendbuf != NULL && sendbuf == recvbuf && sext > 0 && rext > 0) {
+		wt_api_set_error(comm, "alltoallv: sendbuf == recvbuf, but alltoallv has no "
+				       "in-place form");
+		return WEFT_ERR_INVALID_ARG;
+	}
+	args_init(&args, comm, WT_COLL_ALLTOALLV, 0, dtype, WEFT_SUM, 0);
+	args.sendcounts = sendcounts;
+	args.sdispls = sdispls;
+	args.recvcounts = recvcounts;
+	args.rdispls = rdispls;
+	return run(comm, &args, sendbuf, recvbuf, 0, 0, req);
+}
+
+WEFT_API weft_status_t weft_alltoallv(const void *sendbuf, const size_t *sendcounts,
+				      const size_t *sdispls, void *recvbuf,
+				      const size_t *recvcounts, const size_t *rdispls,
+				      weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req)
+{
+	if (req != NULL)
+		*req = NULL;
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	return note(comm, alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls,
+				    dtype, comm, req));
+}
+
+WEFT_API weft_status_t weft_barrier(weft_comm_t *comm, weft_request_t **req)
+{
+	wt_sched_args_t args;
 
 	if (req != NULL)
 		*req = NULL;
 	if (comm == NULL)
 		return WEFT_ERR_INVALID_ARG;
-	st = check_buffers(comm, "allreduce", sendbuf, recvbuf, count, dtype, &bytes);
+	args_init(&args, comm, WT_COLL_BARRIER, 0, WEFT_UINT8, WEFT_SUM, 0);
+	return note(comm, run(comm, &args, NULL, NULL, 0, 0, req));
+}
+
+static weft_status_t p2p(wt_sched_coll_t coll, void *buf, size_t count, weft_dtype_t dtype,
+			 int peer, int tag, weft_comm_t *comm, weft_request_t **req)
+{
+	const char *what = wt_sched_coll_name(coll);
+	wt_sched_args_t args;
+	size_t es;
+	weft_status_t st;
+
+	st = check_dtype(comm, what, dtype, count, &es);
+	if (st == WEFT_OK)
+		st = check_rank(comm, what, "peer", peer);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "buf", buf, count);
 	if (st != WEFT_OK)
 		return st;
-	if (!wt_util_op_valid(op)) {
-		wt_api_set_error(comm, "allreduce: unknown op %d", (int)op);
+	if (peer == comm->rank) {
+		wt_api_set_error(comm, "%s: peer %d is this rank itself", what, peer);
 		return WEFT_ERR_INVALID_ARG;
 	}
-	memset(&args, 0, sizeof(args));
-	args.coll = WT_COLL_ALLREDUCE;
-	args.count = count;
-	args.dtype = dtype;
-	args.op = op;
-	args.rank = comm->rank;
-	args.size = comm->size;
-	args.in_place = sendbuf == recvbuf;
-	args.seg_bytes = comm->ctx->cfg.seg_bytes;
-	return run(comm, &args, sendbuf, recvbuf, req);
+	args_init(&args, comm, coll, count, dtype, WEFT_SUM, 0);
+	args.peer = peer;
+	return run(comm, &args, buf, buf, tag, count == 0, req);
+}
+
+WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer,
+				 int tag, weft_comm_t *comm, weft_request_t **req)
+{
+	if (req != NULL)
+		*req = NULL;
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	return note(comm,
+		    p2p(WT_COLL_SEND, (void *)(uintptr_t)buf, count, dtype, peer, tag, comm, req));
+}
+
+WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, int tag,
+				 weft_comm_t *comm, weft_request_t **req)
+{
+	if (req != NULL)
+		*req = NULL;
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	return note(comm, p2p(WT_COLL_RECV, buf, count, dtype, peer, tag, comm, req));
+}
+
+WEFT_API weft_status_t weft_group_start(weft_comm_t *comm)
+{
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	if (comm->group_depth == INT32_MAX) {
+		wt_api_set_error(comm, "weft_group_start: groups nested too deep");
+		return WEFT_ERR_INVALID_ARG;
+	}
+	if (comm->group_depth++ == 0) {
+		comm->group_err = WEFT_OK;
+		comm->group_msg[0] = '\0';
+	}
+	return WEFT_OK;
+}
+
+WEFT_API weft_status_t weft_group_end(weft_comm_t *comm)
+{
+	weft_status_t first;
+
+	if (comm == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	if (comm->group_depth == 0) {
+		wt_api_set_error(comm, "weft_group_end without a matching weft_group_start");
+		return WEFT_ERR_INVALID_ARG;
+	}
+	if (--comm->group_depth > 0)
+		return WEFT_OK;
+	first = comm->group_err;
+	for (size_t i = 0; i < comm->ngroup; i++) {
+		weft_status_t st = wt_api_wait_one(&comm->group[i]);
+		if (st != WEFT_OK && first == WEFT_OK) {
+			first = st;
+			snprintf(comm->group_msg, sizeof(comm->group_msg), "%s", comm->last_error);
+		}
+	}
+	comm->ngroup = 0;
+	comm->group_err = WEFT_OK;
+	if (first != WEFT_OK)
+		snprintf(comm->last_error, sizeof(comm->last_error), "%s", comm->group_msg);
+	return first;
 }
 
 WEFT_API weft_status_t weft_wait(weft_request_t **req)

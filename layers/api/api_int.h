@@ -21,14 +21,17 @@ typedef struct wt_api_ctx wt_api_ctx_t;
 
 /* Settings read from WEFT_* once per context. */
 typedef struct {
-	double timeout;		/* WEFT_TIMEOUT: every blocking wait */
-	double connect_timeout; /* WEFT_CONNECT_TIMEOUT */
-	char links[16];		/* WEFT_LINKS: auto | tcp | shm */
-	char algo[64];		/* WEFT_ALGO: forced algorithm name or "" */
-	size_t seg_bytes;	/* WEFT_SEG_SIZE: pipeline segment (0 = algorithm default) */
-	size_t eager_limit;	/* WEFT_EAGER_LIMIT (0 = channel default) */
-	int progress_thread;	/* WEFT_PROGRESS_THREAD */
-	int spin_us;		/* WEFT_SPIN_US: busy-poll budget before sleeping */
+	double timeout;		  /* WEFT_TIMEOUT: every blocking wait */
+	double connect_timeout;	  /* WEFT_CONNECT_TIMEOUT */
+	char links[16];		  /* WEFT_LINKS: auto | tcp | shm */
+	char algo[256];		  /* WEFT_ALGO: spec ("ring", "allreduce:ring,...") or "" */
+	size_t seg_bytes;	  /* WEFT_SEG_SIZE: pipeline segment (0 = algorithm default) */
+	size_t eager_limit;	  /* WEFT_EAGER_LIMIT (0 = channel default) */
+	int progress_thread;	  /* WEFT_PROGRESS_THREAD */
+	int spin_us;		  /* WEFT_SPIN_US: busy-poll budget before sleeping */
+	int compress;		  /* WEFT_COMPRESS: wt_sched_compress_t for float32 allreduce */
+	wt_sched_cost_t cost_shm; /* WEFT_COST_SHM: alpha-beta-gamma of shm links */
+	wt_sched_cost_t cost_tcp; /* WEFT_COST_TCP: of tcp (and every other) link */
 } wt_api_config_t;
 
 struct wt_api_ctx {
@@ -69,8 +72,15 @@ struct weft_comm {
 	wt_api_ctx_t *ctx;
 	uint16_t id;
 	int rank, size;
-	int *world; /* comm rank -> world rank */
-	uint32_t seq;
+	int *world;		/* comm rank -> world rank */
+	uint32_t seq;		/* collective sequence (tags carry its low 23 bits) */
+	uint32_t p2p_seq;	/* numbers sends and receives in messages only */
+	wt_sched_cost_t cost;	/* of the slowest link class among its peers */
+	int group_depth;	/* weft_group_start nesting */
+	weft_request_t **group; /* calls deferred to the outermost weft_group_end */
+	size_t ngroup, group_cap;
+	weft_status_t group_err; /* first error a call inside the group returned */
+	char group_msg[WT_API_ERR_LEN];
 	char last_error[WT_API_ERR_LEN];
 };
 
@@ -80,6 +90,8 @@ struct weft_request {
 	wt_sched_plan_t *plan;
 	const char *what; /* collective name */
 	uint32_t seq;
+	int p2p;	  /* send / recv: wire tags come from p2p_tag, not seq */
+	uint64_t p2p_tag; /* comm id | p2p bit | user tag (see make_p2p_tag) */
 	uint64_t deadline; /* monotonic ns */
 	atomic_int done;
 	weft_status_t status;
@@ -97,9 +109,18 @@ void wt_api_wake(wt_api_ctx_t *ctx);
 void wt_api_sleep_fds(wt_api_ctx_t *ctx, int timeout_ms);
 extern const wt_sched_net_t wt_api_net_template;
 
+/* Link cost of a communicator over these world ranks: the slowest class among the links
+ * to its peers (shm when every peer is reached over shm, or there is none). */
+wt_sched_cost_t wt_api_comm_cost(const wt_api_ctx_t *ctx, const int *world, int size);
+
 /* request.c */
+/* tag: the user tag of a send / recv (args->coll says which); ignored otherwise. */
 weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
-				void *recvbuf, weft_request_t **req);
+				void *recvbuf, int tag, weft_request_t **req);
+/* A request that is complete already (zero-element calls). */
+weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_request_t **req);
+/* Cancel (if still running) and free, without reporting (destroy of a comm). */
+void wt_api_req_abandon(weft_request_t *req);
 weft_status_t wt_api_wait_one(weft_request_t **req);
 weft_status_t wt_api_test_one(weft_request_t **req, int *done);
 void wt_api_set_error(weft_comm_t *comm, const char *fmt, ...)

@@ -1,6 +1,7 @@
 /* The API context (layers/api): reads the launcher environment, runs the rendezvous,
  * opens links, wires the channel and owns the progress thread. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,81 @@ static weft_status_t read_world(wt_api_ctx_t *ctx, char *err, size_t errlen)
 	return WEFT_OK;
 }
 
+/* Measured orders of magnitude on commodity hosts; WEFT_COST_* override them. */
+static const wt_sched_cost_t cost_shm_default = {1.5e-6, 1 / 6e9, 1 / 8e9};
+static const wt_sched_cost_t cost_tcp_default = {25e-6, 1 / 1.5e9, 1 / 8e9};
+
+/* One number of a cost triple: finite, in [min, max]; *p moves past it. */
+static int parse_cost_field(const char **p, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(*p, &end);
+	if (end == *p || errno != 0 || !isfinite(v) || v < min || v > max)
+		return -1;
+	*out = v;
+	*p = end;
+	return 0;
+}
+
+/* WEFT_COST_<CLASS>="alpha_us,GB/s,reduce_GB/s", e.g. "1.5,6,8". */
+static weft_status_t read_cost(const char *name, const wt_sched_cost_t *def, wt_sched_cost_t *out,
+			       char *err, size_t errlen)
+{
+	const char *s = wt_util_env_str(name);
+	const char *p = s;
+	double us, bw, rbw;
+
+	*out = *def;
+	if (s == NULL || s[0] == '\0')
+		return WEFT_OK;
+	if (parse_cost_field(&p, 0, 1e6, &us) != 0 || *p++ != ',' ||
+	    parse_cost_field(&p, 1e-6, 1e6, &bw) != 0 || *p++ != ',' ||
+	    parse_cost_field(&p, 1e-6, 1e6, &rbw) != 0 || *p != '\0') {
+		ctx_err(err, errlen,
+			"%s='%.60s' is not \"alpha_us,GB/s,reduce_GB/s\" (alpha in [0, 1e6] us, "
+			"rates in [1e-6, 1e6] GB/s), e.g. \"1.5,6,8\"",
+			name, s);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	out->alpha = us * 1e-6;
+	out->beta = 1 / (bw * 1e9);
+	out->gamma = 1 / (rbw * 1e9);
+	return WEFT_OK;
+}
+
+static weft_status_t read_algo(wt_api_config_t *c, char *err, size_t errlen)
+{
+	const char *s = wt_util_env_str("WEFT_ALGO");
+	char why[256] = "";
+
+	if (s == NULL)
+		return WEFT_OK;
+	if (strlen(s) >= sizeof(c->algo)) {
+		ctx_err(err, errlen, "WEFT_ALGO='%.40s...' is too long (at most %zu characters)", s,
+			sizeof(c->algo) - 1);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	if (wt_sched_algo_spec_check(s, why, sizeof(why)) != WEFT_OK) {
+		ctx_err(err, errlen, "WEFT_ALGO='%s' is invalid: %s", s, why);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	snprintf(c->algo, sizeof(c->algo), "%s", s);
+	return WEFT_OK;
+}
+
+wt_sched_cost_t wt_api_comm_cost(const wt_api_ctx_t *ctx, const int *world, int size)
+{
+	for (int r = 0; r < size; r++) {
+		int li = ctx->peer_link != NULL ? ctx->peer_link[world[r]] : -1;
+		if (li >= 0 && strcmp(ctx->link_names[li], "shm") != 0)
+			return ctx->cfg.cost_tcp;
+	}
+	return ctx->cfg.cost_shm;
+}
+
 static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 {
 	weft_status_t st;
@@ -129,14 +205,13 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 		return WEFT_ERR_INVALID_ARG;
 	}
 	snprintf(c->links, sizeof(c->links), "%s", s);
-	s = wt_util_env_str("WEFT_ALGO");
-	if (s != NULL) {
-		if (strlen(s) >= sizeof(c->algo)) {
-			ctx_err(err, errlen, "WEFT_ALGO='%.40s...' is too long", s);
-			return WEFT_ERR_INVALID_ARG;
-		}
-		snprintf(c->algo, sizeof(c->algo), "%s", s);
-	}
+	st = read_algo(c, err, errlen);
+	if (st == WEFT_OK)
+		st = read_cost("WEFT_COST_SHM", &cost_shm_default, &c->cost_shm, err, errlen);
+	if (st == WEFT_OK)
+		st = read_cost("WEFT_COST_TCP", &cost_tcp_default, &c->cost_tcp, err, errlen);
+	if (st != WEFT_OK)
+		return st;
 	st = wt_util_env_int("WEFT_SEG_SIZE", 0, 0, (int64_t)1 << 30, &v, err, errlen);
 	if (st != WEFT_OK)
 		return st;
@@ -153,6 +228,16 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 	st = wt_util_env_bool("WEFT_PROGRESS_THREAD", 1, &c->progress_thread, err, errlen);
 	if (st != WEFT_OK)
 		return st;
+	s = wt_util_env_str("WEFT_COMPRESS");
+	if (s != NULL) {
+		int cm = wt_sched_compress_from_name(s);
+		if (cm < 0) {
+			ctx_err(err, errlen, "WEFT_COMPRESS='%.40s' is not one of none, bf16, fp16",
+				s);
+			return WEFT_ERR_INVALID_ARG;
+		}
+		c->compress = cm;
+	}
 	st = wt_util_env_int("WEFT_SPIN_US", 1000, 0, 1000000, &v, err, errlen);
 	if (st != WEFT_OK)
 		return st;
@@ -635,6 +720,41 @@ fail:
 	return st;
 }
 
+/* The last communicator is going: a rank whose calls are done may still owe a peer data
+ * that sits in its link (an eager send completes once the link took it), and closing a
+ * socket with unread input resets it. So every rank waits here until all have arrived,
+ * and rank 0, whose store the others read, until all have left. Best effort: a failure
+ * is logged and the links close anyway. */
+static void fini_barrier(wt_api_ctx_t *ctx)
+{
+	uint64_t deadline;
+	int64_t n = 0;
+	char buf[8];
+	weft_status_t st;
+
+	st = wt_boot_store_add(ctx->store, "fini/arrived", 1, &n);
+	if (st == WEFT_OK && n == ctx->size)
+		st = wt_boot_store_set(ctx->store, "fini/done", "1", 1);
+	if (st == WEFT_OK) {
+		size_t len = 0;
+		st = wt_boot_store_get(ctx->store, "fini/done", buf, sizeof(buf), &len,
+				       ctx->cfg.connect_timeout);
+	}
+	if (st == WEFT_OK)
+		st = wt_boot_store_add(ctx->store, "fini/left", 1, &n);
+	deadline = wt_util_deadline_in(5);
+	while (st == WEFT_OK && ctx->rank == 0 && n < ctx->size &&
+	       !wt_util_deadline_passed(deadline)) {
+		wt_util_sleep_ns(1000000);
+		st = wt_boot_store_add(ctx->store, "fini/left", 0, &n);
+	}
+	if (st != WEFT_OK)
+		WT_WARN(
+		    "weft_comm_destroy on rank %d: waiting for the other ranks failed: %s (%s); "
+		    "closing the links anyway",
+		    ctx->rank, weft_strerror(st), wt_boot_store_error(ctx->store));
+}
+
 void wt_api_ctx_release(wt_api_ctx_t *ctx)
 {
 	int last;
@@ -642,6 +762,9 @@ void wt_api_ctx_release(wt_api_ctx_t *ctx)
 	pthread_mutex_lock(&ctx->lock);
 	last = --ctx->ncomms == 0;
 	pthread_mutex_unlock(&ctx->lock);
-	if (last)
-		ctx_free(ctx);
+	if (!last)
+		return;
+	if (ctx->store != NULL && ctx->size > 1)
+		fini_barrier(ctx);
+	ctx_free(ctx);
 }

@@ -41,6 +41,27 @@ static void netop_done(void *arg, weft_status_t st, size_t bytes, const char *ms
 	cb(cb_arg, st, msg);
 }
 
+/* The tag on the wire. Collectives: comm id (16 bits) | 0 | seq (23 bits) | message index
+ * (24 bits), as the executor composes it. Send / recv: comm id (16) | 1 | user tag as an
+ * unsigned 32-bit value at bits 8..39 | message index (8 bits; one-step plans use 0).
+ * Bit 47 keeps the two spaces apart, so a message never matches across them. */
+static weft_status_t wire_tag(const weft_request_t *req, uint64_t tag, uint64_t *out)
+{
+	uint64_t msg = tag & ((UINT64_C(1) << WT_SCHED_TAG_MSG_BITS) - 1);
+
+	if (!req->p2p) {
+		*out = tag;
+		return WEFT_OK;
+	}
+	if (msg > 0xff) {
+		WT_ERROR("%s: plan uses message index %llu, beyond the 8 bits p2p tags carry",
+			 req->what, (unsigned long long)msg);
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	*out = req->p2p_tag | msg;
+	return WEFT_OK;
+}
+
 static wt_api_netop_t *netop_new(weft_comm_t *comm, wt_sched_net_done_fn_t cb, void *arg)
 {
 	wt_api_netop_t *o = malloc(sizeof(*o));
@@ -57,11 +78,16 @@ static wt_api_netop_t *netop_new(weft_comm_t *comm, wt_sched_net_done_fn_t cb, v
 static weft_status_t net_post_send(void *nctx, int peer, uint64_t tag, const void *buf, size_t len,
 				   wt_sched_net_done_fn_t cb, void *arg, void **handle)
 {
-	weft_comm_t *comm = nctx;
-	wt_api_netop_t *o = netop_new(comm, cb, arg);
+	weft_request_t *req = nctx;
+	weft_comm_t *comm = req->comm;
+	wt_api_netop_t *o;
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	weft_status_t st;
 
+	st = wire_tag(req, tag, &tag);
+	if (st != WEFT_OK)
+		return st;
+	o = netop_new(comm, cb, arg);
 	if (o == NULL)
 		return WEFT_ERR_NO_MEMORY;
 	st = wt_chan_post_send(o->chan, comm->world[peer], tag, &iov, 1, netop_done, o, &o->op);
@@ -77,11 +103,16 @@ static weft_status_t net_post_recv(void *nctx, int peer, uint64_t tag, void *buf
 				   int reduce, weft_dtype_t dtype, weft_op_t op,
 				   wt_sched_net_done_fn_t cb, void *arg, void **handle)
 {
-	weft_comm_t *comm = nctx;
-	wt_api_netop_t *o = netop_new(comm, cb, arg);
+	weft_request_t *req = nctx;
+	weft_comm_t *comm = req->comm;
+	wt_api_netop_t *o;
 	wt_chan_reduce_t red = {.enabled = reduce, .dtype = dtype, .op = op};
 	weft_status_t st;
 
+	st = wire_tag(req, tag, &tag);
+	if (st != WEFT_OK)
+		return st;
+	o = netop_new(comm, cb, arg);
 	if (o == NULL)
 		return WEFT_ERR_NO_MEMORY;
 	st = wt_chan_post_recv(o->chan, comm->world[peer], tag, buf, len, &red, netop_done, o,
@@ -120,7 +151,7 @@ static void req_done(void *arg, weft_status_t st, const char *msg)
 	if (st != WEFT_OK)
 		snprintf(req->msg, sizeof(req->msg), "%s #%u on rank %d: %s", req->what,
 			 (unsigned)req->seq, req->comm->rank,
-			 msg != NULL ? msg : weft_strerror(st));
+			 msg != NULL && msg[0] != '\0' ? msg : weft_strerror(st));
 	atomic_store(&req->done, 1);
 	atomic_fetch_sub(&ctx->active, 1);
 	pthread_cond_broadcast(&ctx->done_cv);
@@ -128,54 +159,110 @@ static void req_done(void *arg, weft_status_t st, const char *msg)
 
 static uint64_t make_tag(const weft_comm_t *comm, uint32_t seq)
 {
-	/* comm id (16 bits) | collective sequence (24 bits) | per-peer message index. */
-	return ((uint64_t)comm->id << 48) | ((uint64_t)(seq & 0xffffffu) << WT_SCHED_TAG_MSG_BITS);
+	/* comm id (16 bits) | 0 | collective sequence (23 bits) | per-peer message index. */
+	return ((uint64_t)comm->id << 48) | ((uint64_t)(seq & 0x7fffffu) << WT_SCHED_TAG_MSG_BITS);
+}
+
+static uint64_t make_p2p_tag(const weft_comm_t *comm, int tag)
+{
+	return ((uint64_t)comm->id << 48) | (UINT64_C(1) << 47) | ((uint64_t)(uint32_t)tag << 8);
+}
+
+static int is_p2p(wt_sched_coll_t coll)
+{
+	return coll == WT_COLL_SEND || coll == WT_COLL_RECV;
+}
+
+/* WEFT_ALGO or the cost model. A forced algorithm never changes silently; an automatic
+ * pick that refuses the args (UNSUPPORTED) yields to the size-range default. */
+static weft_status_t pick_plan(weft_comm_t *comm, weft_request_t *req, const wt_sched_args_t *args)
+{
+	wt_api_ctx_t *ctx = comm->ctx;
+	const char *spec = ctx->cfg.algo;
+	const wt_sched_algo_t *algo = NULL, *fallback = NULL;
+	char err[256] = "", why[256] = "";
+	weft_status_t st;
+
+	st = wt_sched_algo_choose(args, spec, &comm->cost, &algo, err, sizeof(err));
+	if (st != WEFT_OK) {
+		wt_api_set_error(comm, "%s #%u: %s", req->what, (unsigned)req->seq, err);
+		return st;
+	}
+	/* The cache locks itself: building a plan must not stall the progress thread. */
+	st = wt_sched_cache_get(ctx->cache, args, algo, &req->plan, err, sizeof(err));
+	/* Without a forced choice, choose without costs gives the size-range default. */
+	if (st == WEFT_ERR_UNSUPPORTED &&
+	    wt_sched_algo_choose(args, spec, NULL, &fallback, why, sizeof(why)) == WEFT_OK &&
+	    fallback != algo) {
+		WT_DEBUG("%s: %s refused the args (%s), using %s", req->what, algo->name, err,
+			 fallback->name);
+		algo = fallback;
+		st = wt_sched_cache_get(ctx->cache, args, algo, &req->plan, err, sizeof(err));
+	}
+	if (st != WEFT_OK)
+		wt_api_set_error(comm, "%s #%u: building the %s plan failed: %s", req->what,
+				 (unsigned)req->seq, algo->name, err);
+	return st;
+}
+
+static weft_request_t *req_new(weft_comm_t *comm, wt_sched_coll_t coll)
+{
+	weft_request_t *req = calloc(1, sizeof(*req));
+
+	if (req == NULL) {
+		wt_api_set_error(comm, "%s: out of memory for a request", wt_sched_coll_name(coll));
+		return NULL;
+	}
+	req->comm = comm;
+	req->what = wt_sched_coll_name(coll);
+	req->p2p = is_p2p(coll);
+	/* Sends and receives are not collective: only collectives advance the sequence that
+	 * every rank must agree on. */
+	req->seq = req->p2p ? comm->p2p_seq++ : comm->seq++;
+	req->deadline = wt_util_deadline_in(comm->ctx->cfg.timeout);
+	return req;
+}
+
+weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_request_t **out)
+{
+	weft_request_t *req = req_new(comm, coll);
+
+	if (req == NULL)
+		return WEFT_ERR_NO_MEMORY;
+	req->status = WEFT_OK;
+	atomic_store(&req->done, 1);
+	*out = req;
+	return WEFT_OK;
 }
 
 weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
-				void *recvbuf, weft_request_t **out)
+				void *recvbuf, int tag, weft_request_t **out)
 {
 	wt_api_ctx_t *ctx = comm->ctx;
-	const char *forced = ctx->cfg.algo[0] != '\0' ? ctx->cfg.algo : NULL;
-	const wt_sched_algo_t *algo;
 	weft_request_t *req;
 	wt_sched_net_t net = wt_api_net_template;
-	char err[256] = "";
 	weft_status_t st;
 
-	algo = wt_sched_algo_select(args, forced);
-	if (algo == NULL) {
-		wt_api_set_error(comm, "%s: WEFT_ALGO='%s' names no algorithm for it",
-				 wt_sched_coll_name(args->coll), forced ? forced : "");
-		return WEFT_ERR_INVALID_ARG;
-	}
-	req = calloc(1, sizeof(*req));
-	if (req == NULL) {
-		wt_api_set_error(comm, "%s: out of memory for a request",
-				 wt_sched_coll_name(args->coll));
+	req = req_new(comm, args->coll);
+	if (req == NULL)
 		return WEFT_ERR_NO_MEMORY;
-	}
-	req->comm = comm;
-	req->what = wt_sched_coll_name(args->coll);
-	req->seq = comm->seq++;
-	req->deadline = wt_util_deadline_in(ctx->cfg.timeout);
-	net.ctx = comm;
-
-	pthread_mutex_lock(&ctx->lock);
-	st = wt_sched_cache_get(ctx->cache, args, algo, &req->plan, err, sizeof(err));
+	if (req->p2p)
+		req->p2p_tag = make_p2p_tag(comm, tag);
+	st = pick_plan(comm, req, args);
 	if (st != WEFT_OK) {
-		pthread_mutex_unlock(&ctx->lock);
-		wt_api_set_error(comm, "%s #%u: building the %s plan failed: %s", req->what,
-				 (unsigned)req->seq, algo->name, err);
 		free(req);
 		return st;
 	}
+	net.ctx = req;
+	pthread_mutex_lock(&ctx->lock);
 	atomic_fetch_add(&ctx->active, 1);
-	st = wt_sched_exec_start(req->plan, &net, make_tag(comm, req->seq), sendbuf, recvbuf,
-				 req_done, req, &req->exec);
+	st = wt_sched_exec_start(req->plan, &net, req->p2p ? 0 : make_tag(comm, req->seq), sendbuf,
+				 recvbuf, req_done, req, &req->exec);
 	if (st != WEFT_OK) {
 		if (!atomic_load(&req->done))
 			atomic_fetch_sub(&ctx->active, 1);
+		if (req->exec != NULL)
+			wt_sched_exec_free(req->exec);
 		wt_sched_plan_unref(req->plan);
 		pthread_mutex_unlock(&ctx->lock);
 		wt_api_set_error(comm, "%s #%u: starting the plan failed: %s", req->what,
@@ -196,6 +283,17 @@ static void req_free(weft_request_t *req)
 	if (req->plan != NULL)
 		wt_sched_plan_unref(req->plan);
 	free(req);
+}
+
+void wt_api_req_abandon(weft_request_t *req)
+{
+	wt_api_ctx_t *ctx = req->comm->ctx;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (!atomic_load(&req->done) && req->exec != NULL)
+		wt_sched_exec_cancel(req->exec, WEFT_ERR_ABORTED, "communicator destroyed");
+	pthread_mutex_unlock(&ctx->lock);
+	req_free(req);
 }
 
 /* Give up on a request past its deadline: name what is owed, cancel what is posted. */

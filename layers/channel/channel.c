@@ -813,10 +813,26 @@ static void copy_in(wt_chan_op_t *op, size_t off, const void *src, size_t n)
 {
 	if (n == 0)
 		return;
-	if (op->red.enabled)
-		wt_util_reduce((char *)op->dst + off, src, n / op->elem, op->red.dtype, op->red.op);
-	else
+	if (!op->red.enabled) {
 		memcpy((char *)op->dst + off, src, n);
+		return;
+	}
+	if ((uintptr_t)src % op->elem == 0) {
+		wt_util_reduce((char *)op->dst + off, src, n / op->elem, op->red.dtype, op->red.op);
+		return;
+	}
+	/* A stream link (tcp) may hand over a frame at any byte offset; the kernels load
+	 * whole elements, so stage misaligned data through an aligned block. */
+	while (n > 0) {
+		_Alignas(64) unsigned char tmp[4096];
+		size_t k = n < sizeof(tmp) ? n : sizeof(tmp) - sizeof(tmp) % op->elem;
+
+		memcpy(tmp, src, k);
+		wt_util_reduce((char *)op->dst + off, tmp, k / op->elem, op->red.dtype, op->red.op);
+		src = (const char *)src + k;
+		off += k;
+		n -= k;
+	}
 }
 
 /* 0 if a message of mlen bytes fits the receive; else fails the op and returns -1. */

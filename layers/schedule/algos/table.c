@@ -48,16 +48,22 @@ static double c_ar_ring(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 	return 2 * (n - 1) * c->alpha + 2 * (n - 1) / n * m * c->beta + (n - 1) / n * m * c->gamma;
 }
 
+/* floor(log2 n): the exchange rounds among the largest power of two. */
+static double lg_floor(int n)
+{
+	return n > 1 ? floor(log2((double)n)) : 0;
+}
+
 static double c_ar_recdbl(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 {
 	double m = elem_bytes(a);
-	return lg(a->size) * (c->alpha + m * c->beta + m * c->gamma) + fold(a, c, m);
+	return lg_floor(a->size) * (c->alpha + m * c->beta + m * c->gamma) + fold(a, c, m);
 }
 
 static double c_ar_raben(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 {
 	double n = a->size, m = elem_bytes(a);
-	return 2 * lg(a->size) * c->alpha + 2 * (n - 1) / n * m * c->beta +
+	return 2 * lg_floor(a->size) * c->alpha + 2 * (n - 1) / n * m * c->beta +
 	       (n - 1) / n * m * c->gamma + fold(a, c, m);
 }
 
@@ -98,7 +104,8 @@ static double c_rs_linear(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 static double c_rs_halving(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 {
 	double n = a->size, m = elem_bytes(a) * n;
-	return lg(a->size) * c->alpha + (n - 1) / n * m * (c->beta + c->gamma) + fold(a, c, m);
+	return lg_floor(a->size) * c->alpha + (n - 1) / n * m * (c->beta + c->gamma) +
+	       fold(a, c, m);
 }
 
 static double c_bc_binomial(const wt_sched_args_t *a, const wt_sched_cost_t *c)
