@@ -323,7 +323,78 @@ __attribute__((target("avx2,f16c"))) static void f16c_reduce(uint16_t *d, const 
 	}
 }
 
-static int have_f16c(void)
+/* bfloat16 with AVX2: widening is a 16-bit shift, narrowing the same round-to-nearest-
+ * even and quiet-NaN rule as float_to_bf16, eight lanes at a time. */
+__attribute__((target("avx2"))) static inline __m256 bf16x8_widen(const uint16_t *p)
+{
+	__m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+
+	return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+__attribute__((target("avx2"))) static inline void bf16x8_narrow(uint16_t *p, __m256 v)
+{
+	__m256i x = _mm256_castps_si256(v);
+	__m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+	__m256i rounded = _mm256_srli_epi32(
+		_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb), 16);
+	__m256i nan = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
+	__m256i isnan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)),
+					   _mm256_set1_epi32(0x7f800000));
+	__m256i r = _mm256_and_si256(_mm256_blendv_epi8(rounded, nan, isnan),
+				     _mm256_set1_epi32(0xffff));
+	/* Pack the eight 32-bit lanes (each < 2^16) to 16 bits, undoing the lane interleave. */
+	__m256i packed = _mm256_packus_epi32(r, r);
+	packed = _mm256_permute4x64_epi64(packed, 0x08);
+	_mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(packed));
+}
+
+__attribute__((target("avx2"))) static void bf16_avx2_reduce(uint16_t *d, const uint16_t *a,
+							     const uint16_t *b, size_t n,
+							     weft_op_t op)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = bf16x8_widen(a + i), y = bf16x8_widen(b + i), r;
+
+		switch (op) {
+		case WEFT_PROD:
+			r = _mm256_mul_ps(x, y);
+			break;
+		case WEFT_MIN:
+			r = _mm256_blendv_ps(_mm256_min_ps(x, y), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+			break;
+		case WEFT_MAX:
+			r = _mm256_blendv_ps(_mm256_max_ps(x, y), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+			break;
+		default:
+			r = _mm256_add_ps(x, y);
+			break;
+		}
+		bf16x8_narrow(d + i, r);
+	}
+	for (; i < n; i++) {
+		float x = bf16_to_float(a[i]), y = bf16_to_float(b[i]), r;
+		switch (op) {
+		case WEFT_PROD:
+			r = x * y;
+			break;
+		case WEFT_MIN:
+			r = fmin_nan(x, y);
+			break;
+		case WEFT_MAX:
+			r = fmax_nan(x, y);
+			break;
+		default:
+			r = x + y;
+			break;
+		}
+		d[i] = float_to_bf16(r);
+	}
+}
+
+static int have_x86_v3(void)
 {
 	static int cached = -1;
 
@@ -344,8 +415,12 @@ void wt_util_reduce3(void *dst, const void *a, const void *b, size_t count, weft
 	if (!k || count == 0)
 		return;
 #ifdef WT_HAVE_F16C_PATH
-	if (dt == WEFT_FLOAT16 && have_f16c()) {
+	if (dt == WEFT_FLOAT16 && have_x86_v3()) {
 		f16c_reduce(dst, a, b, count, op == WEFT_AVG ? WEFT_SUM : op);
+		return;
+	}
+	if (dt == WEFT_BFLOAT16 && have_x86_v3()) {
+		bf16_avx2_reduce(dst, a, b, count, op == WEFT_AVG ? WEFT_SUM : op);
 		return;
 	}
 #endif
