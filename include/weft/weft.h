@@ -164,6 +164,41 @@ WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, in
 WEFT_API weft_status_t weft_group_start(weft_comm_t *comm);
 WEFT_API weft_status_t weft_group_end(weft_comm_t *comm);
 
+/* ---- communicators ---- */
+
+/* The color that leaves a rank out of weft_comm_split (its *newcomm is NULL). */
+#define WEFT_UNDEFINED (-1)
+
+/* As MPI_Comm_split / ncclCommSplit: every rank of comm calls it; ranks with the same
+ * color form one communicator, ordered by key, then by rank in comm. Derived
+ * communicators share their parent's context, links and progress thread. */
+WEFT_API weft_status_t weft_comm_split(weft_comm_t *comm, int color, int key,
+				       weft_comm_t **newcomm);
+/* Called by every rank of comm with the same list (as torch's new_group): the members get
+ * a communicator whose rank i is ranks[i], the others NULL. A list that differs between
+ * callers fails with WEFT_ERR_MISMATCH on every caller. */
+WEFT_API weft_status_t weft_comm_create_group(weft_comm_t *comm, const int *ranks, int n,
+					      weft_comm_t **newcomm);
+WEFT_API weft_status_t weft_comm_dup(weft_comm_t *comm, weft_comm_t **newcomm);
+
+/* The embedding path (NCCL's shape): weft_get_unique_id starts the rendezvous store in
+ * the calling process (which need not be a rank) and returns its address and a fresh
+ * token; the host hands the id to every rank by its own means; each rank calls
+ * weft_comm_init_rank. The store serves until the process ends. */
+typedef struct {
+	unsigned char bytes[128];
+} weft_unique_id_t;
+WEFT_API weft_status_t weft_get_unique_id(weft_unique_id_t *id);
+WEFT_API weft_status_t weft_comm_init_rank(weft_comm_t **comm, int nranks,
+					   const weft_unique_id_t *id, int rank);
+
+/* Returns within a bounded time without waiting for any peer: every pending request of
+ * comm completes with WEFT_ERR_ABORTED; comm can then only be destroyed. */
+WEFT_API weft_status_t weft_comm_abort(weft_comm_t *comm);
+/* *err: WEFT_OK, or the error that broke comm in the background (WEFT_ERR_PEER_FAILED
+ * when a member died or stopped answering, WEFT_ERR_ABORTED after abort). */
+WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t *comm, weft_status_t *err);
+
 /* Waits, frees the request, sets *req = NULL and returns the operation's status. */
 WEFT_API weft_status_t weft_wait(weft_request_t **req);
 /* Sets *done; when done, frees the request, sets *req = NULL and returns its status. */

@@ -30,7 +30,15 @@ typedef struct {
 	size_t eager_limit; /* messages up to this many bytes go eagerly (0 = default) */
 	int rank;           /* this process's world rank */
 	int size;           /* world size */
+	/* Seconds without hearing from a connected peer before it is declared failed; the
+	 * channel sends heartbeats to every routed peer often enough. 0 = never. */
+	double peer_timeout;
 } wt_chan_config_t;
+
+/* Told once per peer, inside wt_chan_progress, when the peer is declared failed (a link
+ * error, heartbeat silence, or wt_chan_fail_peer), after its pending ops were failed. */
+typedef void (*wt_chan_peer_fail_fn_t)(void *arg, int peer, weft_status_t st, const char *why);
+void wt_chan_set_peer_fail_cb(wt_chan_t *ch, wt_chan_peer_fail_fn_t fn, void *arg);
 
 weft_status_t wt_chan_create(const wt_chan_config_t *cfg, wt_chan_t **ch);
 /* Route traffic for peer over link (the caller keeps the link open until the channel
