@@ -64,9 +64,20 @@ typedef enum {
 typedef struct weft_comm weft_comm_t;
 typedef struct weft_request weft_request_t;
 
-/* Thread safety: different communicators may be used from different threads at once;
- * one communicator must be used by one thread at a time. Requests may be waited on
- * from any thread, one thread per request. */
+/* Thread safety: different communicators may be used from different threads at once
+ * (including communicators derived from one another, which share a context); one
+ * communicator must be used by one thread at a time. Requests may be waited on from any
+ * thread, one thread per request. weft_comm_abort and weft_comm_get_async_error may be
+ * called from any thread at any time, also while another thread waits on that
+ * communicator.
+ *
+ * WEFT_CHECK=1 (every rank must set the same value): before each collective (not
+ * send/recv) the ranks exchange its signature (collective, count, dtype, op, root,
+ * sequence number) in a blocking exchange inside the call, even for async calls and
+ * inside groups, which takes one collective sequence number. If any rank's differs from
+ * rank 0's, every rank returns WEFT_ERR_MISMATCH without running the collective, and
+ * weft_comm_last_error names the first rank that differs and how. Without it, mismatched
+ * calls end in an error or WEFT_TIMEOUT, never in memory corruption. */
 
 WEFT_API const char *weft_version(void);
 WEFT_API const char *weft_strerror(weft_status_t status);
@@ -184,7 +195,12 @@ WEFT_API weft_status_t weft_comm_dup(weft_comm_t *comm, weft_comm_t **newcomm);
 /* The embedding path (NCCL's shape): weft_get_unique_id starts the rendezvous store in
  * the calling process (which need not be a rank) and returns its address and a fresh
  * token; the host hands the id to every rank by its own means; each rank calls
- * weft_comm_init_rank. The store serves until the process ends. */
+ * weft_comm_init_rank. The store serves until the process ends. Ranks dial the address
+ * WEFT_SOCKET_ADDR names (an IP literal), else MASTER_ADDR, else 127.0.0.1: jobs spanning
+ * hosts need WEFT_SOCKET_ADDR. An id serves one communicator; treat it as a secret. No
+ * launcher variable is read (WEFT_* settings apply). As there is no communicator yet,
+ * failures of these two calls are explained in the log (a corrupt id: INVALID_ARG; a
+ * changed token: AUTH). */
 typedef struct {
 	unsigned char bytes[128];
 } weft_unique_id_t;

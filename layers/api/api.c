@@ -53,26 +53,14 @@ WEFT_API const char *weft_strerror(weft_status_t status)
 	return "unknown status";
 }
 
-WEFT_API weft_status_t weft_init(weft_comm_t **world)
+weft_status_t wt_api_world_comm(wt_api_ctx_t *ctx, weft_comm_t **world)
 {
-	wt_api_ctx_t *ctx = NULL;
-	weft_comm_t *comm;
-	char err[WT_API_ERR_LEN] = "";
-	weft_status_t st;
+	weft_comm_t *comm = calloc(1, sizeof(*comm));
 
-	if (world == NULL)
-		return WEFT_ERR_INVALID_ARG;
-	*world = NULL;
-	comm = calloc(1, sizeof(*comm));
-	if (comm == NULL)
-		return WEFT_ERR_NO_MEMORY;
-	st = wt_api_ctx_create(&ctx, err, sizeof(err));
-	if (st != WEFT_OK) {
-		free(comm);
-		return st;
-	}
-	comm->world = malloc(sizeof(int) * (size_t)ctx->size);
-	if (comm->world == NULL) {
+	if (comm != NULL)
+		comm->world = malloc(sizeof(int) * (size_t)ctx->size);
+	if (comm == NULL || comm->world == NULL) {
+		WT_ERROR("rank %d: out of memory for the world communicator", ctx->rank);
 		ctx->ncomms = 1;
 		wt_api_ctx_release(ctx);
 		free(comm);
@@ -86,8 +74,24 @@ WEFT_API weft_status_t weft_init(weft_comm_t **world)
 	comm->size = ctx->size;
 	comm->cost = wt_api_comm_cost(ctx, comm->world, comm->size);
 	ctx->ncomms = 1;
+	wt_api_comm_register(comm);
 	*world = comm;
 	return WEFT_OK;
+}
+
+WEFT_API weft_status_t weft_init(weft_comm_t **world)
+{
+	wt_api_ctx_t *ctx = NULL;
+	char err[WT_API_ERR_LEN] = "";
+	weft_status_t st;
+
+	if (world == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	*world = NULL;
+	st = wt_api_ctx_create(&ctx, err, sizeof(err));
+	if (st != WEFT_OK)
+		return st;
+	return wt_api_world_comm(ctx, world);
 }
 
 WEFT_API int weft_comm_rank(const weft_comm_t *comm)
@@ -113,6 +117,7 @@ WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm)
 	for (size_t i = 0; i < comm->ngroup; i++)
 		wt_api_req_abandon(comm->group[i]);
 	free(comm->group);
+	wt_api_comm_unregister(comm);
 	wt_api_ctx_release(comm->ctx);
 	free(comm->world);
 	free(comm);
@@ -235,6 +240,11 @@ static weft_status_t run_ex(weft_comm_t *comm, const wt_sched_args_t *args, cons
 	/* The executor binds SEND even where the plan has no bytes of it. */
 	if (sendbuf == NULL)
 		sendbuf = recvbuf;
+	if (comm->ctx->cfg.check && args->coll != WT_COLL_SEND && args->coll != WT_COLL_RECV) {
+		st = wt_api_check_args(comm, args);
+		if (st != WEFT_OK)
+			return st;
+	}
 	if (noop)
 		st = wt_api_req_done_now(comm, args->coll, &r);
 	else

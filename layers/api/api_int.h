@@ -32,7 +32,10 @@ typedef struct {
 	int compress;		  /* WEFT_COMPRESS: wt_sched_compress_t for float32 allreduce */
 	wt_sched_cost_t cost_shm; /* WEFT_COST_SHM: alpha-beta-gamma of shm links */
 	wt_sched_cost_t cost_tcp; /* WEFT_COST_TCP: of tcp (and every other) link */
+	int check;		  /* WEFT_CHECK: compare collective arguments across ranks */
 } wt_api_config_t;
+
+/* Ids [lo, hi) a communicator creation on this context is about to hand out. */
 
 struct wt_api_ctx {
 	int rank, size;
@@ -51,6 +54,7 @@ struct wt_api_ctx {
 	wt_chan_t *chan;
 	wt_sched_cache_t *cache;
 
+	pthread_mutex_t store_lock; /* the store client is used by one thread at a time */
 	pthread_mutex_t lock;	/* serialises the channel, executors and requests */
 	pthread_cond_t done_cv; /* broadcast whenever a request completes */
 	pthread_t thread;
@@ -65,6 +69,10 @@ struct wt_api_ctx {
 
 	int ncomms; /* communicators alive on this context */
 	uint16_t next_comm_id;
+	/* Under lock (comm.c): every live communicator, ids being agreed on, and whether an
+	 * abort or a failed peer means the last destroy must not wait for the others. */
+	struct weft_comm *comms;
+	int broken;
 	char init_err[WT_API_ERR_LEN];
 };
 
@@ -82,6 +90,14 @@ struct weft_comm {
 	weft_status_t group_err; /* first error a call inside the group returned */
 	char group_msg[WT_API_ERR_LEN];
 	char last_error[WT_API_ERR_LEN];
+	/* Under ctx->lock (comm.c): the context's list, the unfinished requests, and what
+	 * broke the communicator in the background (abort, a failed member). */
+	struct weft_comm *cnext, *cprev;
+	int registered;
+	weft_request_t *reqs;
+	int aborted;
+	weft_status_t async_err;
+	char fail_msg[WT_API_ERR_LEN];
 };
 
 struct weft_request {
@@ -96,9 +112,30 @@ struct weft_request {
 	atomic_int done;
 	weft_status_t status;
 	char msg[WT_API_ERR_LEN];
+	/* In comm->reqs while started and not freed; under ctx->lock. */
+	weft_request_t *lnext, *lprev;
+	int linked;
 };
 
 /* context.c */
+/* How a context finds its peers: from the launcher environment (weft_init) or from a
+ * unique id (weft_comm_init_rank, embed.c). */
+typedef struct {
+	int rank, size;
+	int local_rank, local_size; /* -1: derived from the host identities at wire-up */
+	char host[256];		    /* the rendezvous store to dial */
+	int port;
+	wt_util_key_t key;  /* job token: store and links */
+	int start_server;   /* this rank serves the store on port (weft_init's rank 0) */
+	const char *caller; /* names the entry point in log messages */
+} wt_api_boot_t;
+
+/* RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, WEFT_JOB_TOKEN and their fallbacks. */
+weft_status_t wt_api_boot_from_env(wt_api_boot_t *b, char *err, size_t errlen);
+/* Errors are logged (WT_ERROR) as well as written to err. */
+weft_status_t wt_api_ctx_create_boot(const wt_api_boot_t *b, wt_api_ctx_t **out, char *err,
+				     size_t errlen);
+/* wt_api_boot_from_env, then wt_api_ctx_create_boot. */
 weft_status_t wt_api_ctx_create(wt_api_ctx_t **out, char *err, size_t errlen);
 void wt_api_ctx_release(wt_api_ctx_t *ctx);
 /* Drive the channel once (caller holds ctx->lock); returns events handled. */
@@ -112,6 +149,29 @@ extern const wt_sched_net_t wt_api_net_template;
 /* Link cost of a communicator over these world ranks: the slowest class among the links
  * to its peers (shm when every peer is reached over shm, or there is none). */
 wt_sched_cost_t wt_api_comm_cost(const wt_api_ctx_t *ctx, const int *world, int size);
+
+/* api.c */
+/* The world communicator of a fresh context (rank i = world rank i). Takes ctx: on
+ * failure it is released. */
+weft_status_t wt_api_world_comm(wt_api_ctx_t *ctx, weft_comm_t **world);
+
+/* comm.c */
+/* Join / leave the context's list of communicators (weft_init, init_rank, destroy). */
+void wt_api_comm_register(weft_comm_t *comm);
+void wt_api_comm_unregister(weft_comm_t *comm);
+/* A started request joins its communicator's list (ctx->lock held); freeing unlinks it. */
+void wt_api_comm_link_req_locked(weft_comm_t *comm, weft_request_t *req);
+void wt_api_comm_unlink_req(weft_request_t *req);
+/* WEFT_OK, or the error that broke comm (aborted, a member failed) with last_error set. */
+weft_status_t wt_api_comm_usable_locked(weft_comm_t *comm);
+/* The channel's peer-failure callback (arg = ctx). */
+void wt_api_on_peer_fail(void *arg, int peer, weft_status_t st, const char *why);
+/* 1 once an abort or a failed peer touched the context. */
+int wt_api_ctx_broken(wt_api_ctx_t *ctx);
+/* The last destroy of a broken context: announce at the store barrier, do not wait. */
+void wt_api_fini_broken(wt_api_ctx_t *ctx);
+/* WEFT_CHECK: a blocking allgather of the call's signature; MISMATCH names the rank. */
+weft_status_t wt_api_check_args(weft_comm_t *comm, const wt_sched_args_t *args);
 
 /* request.c */
 /* tag: the user tag of a send / recv (args->coll says which); ignored otherwise. */

@@ -61,8 +61,10 @@ static weft_status_t env_rank_var(const char *const *names, int64_t min, int64_t
 	return WEFT_OK;
 }
 
-/* RANK / WORLD_SIZE with Slurm and Open MPI fallbacks; neither set = a world of one. */
-static weft_status_t read_world(wt_api_ctx_t *ctx, char *err, size_t errlen)
+/* RANK / WORLD_SIZE with Slurm and Open MPI fallbacks; neither set = a world of one.
+ * LOCAL_RANK / LOCAL_WORLD_SIZE are taken when set; otherwise wire-up derives them from
+ * the host identities, which is also what the embedding path does. */
+static weft_status_t read_world(wt_api_boot_t *b, char *err, size_t errlen)
 {
 	static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
 						NULL};
@@ -95,16 +97,12 @@ static weft_status_t read_world(wt_api_ctx_t *ctx, char *err, size_t errlen)
 			(long long)size);
 		return WEFT_ERR_INVALID_ARG;
 	}
-	if (!have_lr)
-		lrank = rank;
-	if (!have_ls)
-		lsize = size;
-	if (lrank >= lsize)
+	if (have_lr && have_ls && lrank >= lsize)
 		lsize = lrank + 1;
-	ctx->rank = (int)rank;
-	ctx->size = (int)size;
-	ctx->local_rank = (int)lrank;
-	ctx->local_size = (int)lsize;
+	b->rank = (int)rank;
+	b->size = (int)size;
+	b->local_rank = have_lr ? (int)lrank : -1;
+	b->local_size = have_ls ? (int)lsize : -1;
 	return WEFT_OK;
 }
 
@@ -242,7 +240,7 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 	if (st != WEFT_OK)
 		return st;
 	c->spin_us = (int)v;
-	return WEFT_OK;
+	return wt_util_env_bool("WEFT_CHECK", 0, &c->check, err, errlen);
 }
 
 /* Same host = same boot id and hostname, unless WEFT_HOST_ID says otherwise. */
@@ -284,7 +282,9 @@ static weft_status_t store_get_str(wt_api_ctx_t *ctx, const char *key, char *buf
 	return WEFT_OK;
 }
 
-static weft_status_t rendezvous_connect(wt_api_ctx_t *ctx, char *err, size_t errlen)
+/* MASTER_ADDR / MASTER_PORT / WEFT_JOB_TOKEN: where the store is and how to prove the
+ * job to it; rank 0 serves it. */
+static weft_status_t read_store(wt_api_boot_t *b, char *err, size_t errlen)
 {
 	const char *addr = wt_util_env_str("MASTER_ADDR");
 	const char *token = wt_util_env_str("WEFT_JOB_TOKEN");
@@ -294,6 +294,10 @@ static weft_status_t rendezvous_connect(wt_api_ctx_t *ctx, char *err, size_t err
 
 	if (addr == NULL)
 		addr = "127.0.0.1";
+	if (strlen(addr) >= sizeof(b->host)) {
+		ctx_err(err, errlen, "MASTER_ADDR='%.40s...' is too long", addr);
+		return WEFT_ERR_INVALID_ARG;
+	}
 	st = wt_util_env_int("MASTER_PORT", 29500, 1, 65535, &port, err, errlen);
 	if (st != WEFT_OK)
 		return st;
@@ -301,19 +305,47 @@ static weft_status_t rendezvous_connect(wt_api_ctx_t *ctx, char *err, size_t err
 		/* torchrun does not set a token: fall back to one every rank can derive, and
 		 * say that it is not a secret. */
 		snprintf(fallback, sizeof(fallback), "weft-no-token:%s:%lld:%d", addr,
-			 (long long)port, ctx->size);
+			 (long long)port, b->size);
 		token = fallback;
-		if (ctx->rank == 0)
+		if (b->rank == 0 && b->size > 1)
 			WT_WARN("WEFT_JOB_TOKEN is not set: connections are authenticated "
 				"with a token derived from MASTER_ADDR/PORT, which is no secret");
 	}
-	wt_util_key_from_token(&ctx->key, token);
-	if (ctx->rank == 0) {
-		st = wt_boot_server_start(NULL, (int)port, &ctx->key, &ctx->server, err, errlen);
+	wt_util_key_from_token(&b->key, token);
+	snprintf(b->host, sizeof(b->host), "%s", addr);
+	b->port = (int)port;
+	b->start_server = b->rank == 0;
+	return WEFT_OK;
+}
+
+weft_status_t wt_api_boot_from_env(wt_api_boot_t *b, char *err, size_t errlen)
+{
+	weft_status_t st;
+
+	memset(b, 0, sizeof(*b));
+	b->caller = "weft_init";
+	st = wt_util_crypto_init();
+	if (st != WEFT_OK) {
+		ctx_err(err, errlen, "libsodium failed to initialise");
+		return st;
+	}
+	st = read_world(b, err, errlen);
+	if (st == WEFT_OK)
+		st = read_store(b, err, errlen);
+	return st;
+}
+
+static weft_status_t rendezvous_connect(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char *err,
+					size_t errlen)
+{
+	weft_status_t st;
+
+	if (b->start_server) {
+		st = wt_boot_server_start(NULL, b->port, &ctx->key, &ctx->server, err, errlen);
 		if (st != WEFT_OK)
 			return st;
 	}
-	return wt_boot_store_connect(addr, (int)port, &ctx->key, ctx->cfg.connect_timeout,
+	return wt_boot_store_connect(b->host, b->port, &ctx->key, ctx->cfg.connect_timeout,
 				     &ctx->store, err, errlen);
 }
 
@@ -375,9 +407,65 @@ static weft_status_t open_link(wt_api_ctx_t *ctx, const char *name, const char *
 	return WEFT_OK;
 }
 
+/* Every rank must agree on the size, and a rendezvous serves one communicator: a rank
+ * count or a reused unique id that does not fit fails fast instead of hanging. */
+static weft_status_t check_membership(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char *err,
+				      size_t errlen)
+{
+	char val[24], mine[24];
+	int64_t n = 0;
+	weft_status_t st;
+
+	snprintf(mine, sizeof(mine), "%d", ctx->size);
+	st = wt_boot_store_add(ctx->store, "boot/joined", 1, &n);
+	if (st == WEFT_OK && ctx->rank == 0)
+		st = wt_boot_store_set(ctx->store, "boot/size", mine, strlen(mine));
+	if (st != WEFT_OK) {
+		ctx_err(err, errlen, "rendezvous: writing to the store failed: %s (%s)",
+			weft_strerror(st), wt_boot_store_error(ctx->store));
+		return st;
+	}
+	if (n > ctx->size) {
+		ctx_err(err, errlen, "rendezvous: %lld ranks joined a world of %d: %s",
+			(long long)n, ctx->size,
+			b->start_server ? "two ranks share a RANK, or the store is left over"
+					: "a unique id serves one communicator; get a new one");
+		return WEFT_ERR_INVALID_ARG;
+	}
+	st = store_get_str(ctx, "boot/size", val, sizeof(val), err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	if (strcmp(val, mine) != 0) {
+		ctx_err(err, errlen, "rendezvous: rank 0 has a world of %.20s ranks, this rank %d",
+			val, ctx->size);
+		return WEFT_ERR_MISMATCH;
+	}
+	return WEFT_OK;
+}
+
+/* Ranks with the same host identity are local to each other, numbered by world rank;
+ * the launcher's LOCAL_RANK / LOCAL_WORLD_SIZE win where it set them. */
+static void derive_local(wt_api_ctx_t *ctx, const wt_api_boot_t *b, const char *me,
+			 char (*hosts)[WT_API_HOSTID_MAX])
+{
+	int lrank = 0, lsize = 0;
+
+	for (int r = 0; r < ctx->size; r++) {
+		if (strcmp(hosts[r], me) != 0)
+			continue;
+		lsize++;
+		if (r < ctx->rank)
+			lrank++;
+	}
+	ctx->local_rank = b->local_rank >= 0 ? b->local_rank : lrank;
+	ctx->local_size = b->local_size >= 0 ? b->local_size : lsize;
+	if (ctx->local_rank >= ctx->local_size)
+		ctx->local_size = ctx->local_rank + 1;
+}
+
 /* Publish host id, agree on a job id, open the links this rank needs, exchange addresses
  * and start connecting. */
-static weft_status_t wire_up(wt_api_ctx_t *ctx, char *err, size_t errlen)
+static weft_status_t wire_up(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char *err, size_t errlen)
 {
 	char key[64], me[WT_API_HOSTID_MAX], ip[64];
 	char(*hosts)[WT_API_HOSTID_MAX] = NULL;
@@ -386,6 +474,9 @@ static weft_status_t wire_up(wt_api_ctx_t *ctx, char *err, size_t errlen)
 	int r;
 
 	host_identity(me, sizeof(me));
+	st = check_membership(ctx, b, err, errlen);
+	if (st != WEFT_OK)
+		return st;
 	if (ctx->rank == 0) {
 		char id[17];
 		wt_util_random_hex(id, 8);
@@ -413,6 +504,7 @@ static weft_status_t wire_up(wt_api_ctx_t *ctx, char *err, size_t errlen)
 		if (st != WEFT_OK)
 			goto out;
 	}
+	derive_local(ctx, b, me, hosts);
 	if (wt_boot_store_local_ip(ctx->store, ip, sizeof(ip)) != WEFT_OK)
 		snprintf(ip, sizeof(ip), "127.0.0.1");
 	/* Open each link kind some peer needs. */
@@ -652,37 +744,77 @@ static void ctx_free(wt_api_ctx_t *ctx)
 	free(ctx->peer_link);
 	pthread_cond_destroy(&ctx->done_cv);
 	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->store_lock);
 	free(ctx);
 }
 
-weft_status_t wt_api_ctx_create(wt_api_ctx_t **out, char *err, size_t errlen)
+/* Links, channel and progress thread for a world that has peers. */
+static weft_status_t ctx_connect(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char *err,
+				 size_t errlen)
 {
-	wt_api_ctx_t *ctx = calloc(1, sizeof(*ctx));
 	wt_chan_config_t cc;
 	weft_status_t st;
 	long ncpu;
 
+	memset(&cc, 0, sizeof(cc));
+	cc.rank = ctx->rank;
+	cc.size = ctx->size;
+	cc.eager_limit = ctx->cfg.eager_limit;
+	/* Seconds of silence before a peer is declared failed; 0 disables heartbeats. Off by
+	 * default without a progress thread: a rank computing between calls sends none. */
+	st = wt_util_env_seconds("WEFT_PEER_TIMEOUT", ctx->cfg.progress_thread ? 30 : 0, 0, 1e6,
+				 &cc.peer_timeout, err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	st = wt_chan_create(&cc, &ctx->chan);
+	if (st != WEFT_OK) {
+		ctx_err(err, errlen, "creating the channel failed: %s", weft_strerror(st));
+		return st;
+	}
+	wt_chan_set_peer_fail_cb(ctx->chan, wt_api_on_peer_fail, ctx);
+	st = rendezvous_connect(ctx, b, err, errlen);
+	if (st == WEFT_OK)
+		st = wire_up(ctx, b, err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	ctx->oversubscribed = ncpu > 0 && ctx->local_size > ncpu;
+	st = start_progress(ctx, err, errlen);
+	if (st == WEFT_OK)
+		st = init_barrier(ctx, err, errlen);
+	return st;
+}
+
+weft_status_t wt_api_ctx_create_boot(const wt_api_boot_t *b, wt_api_ctx_t **out, char *err,
+				     size_t errlen)
+{
+	wt_api_ctx_t *ctx = calloc(1, sizeof(*ctx));
+	weft_status_t st;
+
 	if (ctx == NULL) {
 		ctx_err(err, errlen, "out of memory for the context");
+		WT_ERROR("%s on rank %d: %s", b->caller, b->rank, err);
 		return WEFT_ERR_NO_MEMORY;
 	}
 	ctx->wake_fd = -1;
 	ctx->epfd = -1;
 	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->store_lock, NULL);
 	pthread_cond_init(&ctx->done_cv, NULL);
+	ctx->rank = b->rank;
+	ctx->size = b->size;
+	ctx->key = b->key;
+	ctx->local_rank = b->local_rank >= 0 ? b->local_rank : 0;
+	ctx->local_size = b->local_size >= 0 ? b->local_size : 1;
 	st = wt_util_crypto_init();
 	if (st != WEFT_OK) {
 		ctx_err(err, errlen, "libsodium failed to initialise");
 		goto fail;
 	}
-	st = read_world(ctx, err, errlen);
-	if (st == WEFT_OK)
-		st = read_config(&ctx->cfg, err, errlen);
+	st = read_config(&ctx->cfg, err, errlen);
 	if (st != WEFT_OK)
 		goto fail;
 	wt_util_log_set_rank(ctx->rank);
-	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	ctx->oversubscribed = ncpu > 0 && ctx->local_size > ncpu;
 	ctx->cache = wt_sched_cache_new(64);
 	if (ctx->cache == NULL) {
 		st = WEFT_ERR_NO_MEMORY;
@@ -690,34 +822,30 @@ weft_status_t wt_api_ctx_create(wt_api_ctx_t **out, char *err, size_t errlen)
 		goto fail;
 	}
 	ctx->next_comm_id = 1;
-	if (ctx->size == 1) {
-		*out = ctx;
-		return WEFT_OK;
+	if (ctx->size > 1) {
+		st = ctx_connect(ctx, b, err, errlen);
+		if (st != WEFT_OK)
+			goto fail;
 	}
-	memset(&cc, 0, sizeof(cc));
-	cc.rank = ctx->rank;
-	cc.size = ctx->size;
-	cc.eager_limit = ctx->cfg.eager_limit;
-	st = wt_chan_create(&cc, &ctx->chan);
-	if (st != WEFT_OK) {
-		ctx_err(err, errlen, "creating the channel failed: %s", weft_strerror(st));
-		goto fail;
-	}
-	st = rendezvous_connect(ctx, err, errlen);
-	if (st == WEFT_OK)
-		st = wire_up(ctx, err, errlen);
-	if (st == WEFT_OK)
-		st = start_progress(ctx, err, errlen);
-	if (st == WEFT_OK)
-		st = init_barrier(ctx, err, errlen);
-	if (st != WEFT_OK)
-		goto fail;
 	*out = ctx;
 	return WEFT_OK;
 fail:
-	WT_ERROR("weft_init on rank %d: %s", ctx->rank, err);
+	WT_ERROR("%s on rank %d: %s", b->caller, ctx->rank, err);
 	ctx_free(ctx);
 	return st;
+}
+
+weft_status_t wt_api_ctx_create(wt_api_ctx_t **out, char *err, size_t errlen)
+{
+	wt_api_boot_t b;
+	weft_status_t st;
+
+	st = wt_api_boot_from_env(&b, err, errlen);
+	if (st != WEFT_OK) {
+		WT_ERROR("weft_init: %s", err);
+		return st;
+	}
+	return wt_api_ctx_create_boot(&b, out, err, errlen);
 }
 
 /* The last communicator is going: a rank whose calls are done may still owe a peer data
@@ -764,7 +892,9 @@ void wt_api_ctx_release(wt_api_ctx_t *ctx)
 	pthread_mutex_unlock(&ctx->lock);
 	if (!last)
 		return;
-	if (ctx->store != NULL && ctx->size > 1)
+	if (ctx->store != NULL && ctx->size > 1 && wt_api_ctx_broken(ctx))
+		wt_api_fini_broken(ctx);
+	else if (ctx->store != NULL && ctx->size > 1)
 		fini_barrier(ctx);
 	ctx_free(ctx);
 }

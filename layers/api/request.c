@@ -225,8 +225,15 @@ static weft_request_t *req_new(weft_comm_t *comm, wt_sched_coll_t coll)
 
 weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_request_t **out)
 {
-	weft_request_t *req = req_new(comm, coll);
+	weft_request_t *req;
+	weft_status_t st;
 
+	pthread_mutex_lock(&comm->ctx->lock);
+	st = wt_api_comm_usable_locked(comm);
+	pthread_mutex_unlock(&comm->ctx->lock);
+	if (st != WEFT_OK)
+		return st;
+	req = req_new(comm, coll);
 	if (req == NULL)
 		return WEFT_ERR_NO_MEMORY;
 	req->status = WEFT_OK;
@@ -255,6 +262,15 @@ weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 	}
 	net.ctx = req;
 	pthread_mutex_lock(&ctx->lock);
+	/* Under the lock, so that an abort or a failed peer either sees this request or
+	 * stops it here. */
+	st = wt_api_comm_usable_locked(comm);
+	if (st != WEFT_OK) {
+		pthread_mutex_unlock(&ctx->lock);
+		wt_sched_plan_unref(req->plan);
+		free(req);
+		return st;
+	}
 	atomic_fetch_add(&ctx->active, 1);
 	st = wt_sched_exec_start(req->plan, &net, req->p2p ? 0 : make_tag(comm, req->seq), sendbuf,
 				 recvbuf, req_done, req, &req->exec);
@@ -270,6 +286,7 @@ weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 		free(req);
 		return st;
 	}
+	wt_api_comm_link_req_locked(comm, req);
 	pthread_mutex_unlock(&ctx->lock);
 	wt_api_wake(ctx);
 	*out = req;
@@ -278,6 +295,8 @@ weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 
 static void req_free(weft_request_t *req)
 {
+	if (req->linked)
+		wt_api_comm_unlink_req(req);
 	if (req->exec != NULL)
 		wt_sched_exec_free(req->exec);
 	if (req->plan != NULL)

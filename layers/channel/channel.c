@@ -1,14 +1,17 @@
 /* Tagged per-peer messages over link drivers (layers/channel): matching, eager and
- * rendezvous protocols, receive-with-reduce, per-peer send FIFOs with backpressure. */
+ * rendezvous protocols, receive-with-reduce, per-peer send FIFOs with backpressure,
+ * heartbeats and peer-failure reporting. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "layers/channel/channel.h"
 #include "layers/channel/wire.h"
 #include "lib/util/dtype.h"
 #include "lib/util/log.h"
+#include "lib/util/time.h"
 
 #define WT_CHAN_DEFAULT_EAGER 8192
 #define WT_CHAN_EV_BATCH 64
@@ -17,6 +20,14 @@
 #define WT_CHAN_GET_CHUNK (256 * 1024)
 #define WT_CHAN_MSG_LEN 192
 #define WT_CHAN_SEND_IOV 4
+/* Heartbeat bookkeeping runs at most this often, however often progress is called. */
+#define WT_CHAN_HB_TICK_NS 10000000ull
+/* Before the first frame from a peer its connection may still be coming up: the link's
+ * own connect timeout covers that phase, so silence is judged only after this long. */
+#define WT_CHAN_CONNECT_GRACE_S 60.0
+/* Below this the clock granularity and the 100 ms idle wake-ups make verdicts unreliable. */
+#define WT_CHAN_MIN_PEER_TIMEOUT 0.1
+#define WT_CHAN_MAX_PEER_TIMEOUT 1e6
 
 enum { L_NONE, L_POSTED, L_START, L_CQ, L_RUN, L_FREE };
 enum { OP_SEND = 1, OP_RECV = 2 };
@@ -117,6 +128,11 @@ struct peer {
 	struct frame *qhead, *qtail;
 	int in_backlog;
 	int bnext;
+	int notify;	    /* failed; the peer-fail callback has not run yet */
+	int heard;	    /* a frame arrived from it: the silence clock runs */
+	uint64_t linked_at; /* coarse ns of wt_chan_set_link */
+	uint64_t last_rx;   /* coarse ns of its last frame (or grace end - timeout) */
+	uint64_t last_tx;   /* coarse ns the link last took a frame for it */
 };
 
 struct wt_chan {
@@ -143,7 +159,30 @@ struct wt_chan {
 	uint8_t *bounce;
 	size_t outstanding;
 	int in_progress;
+	int nnotify; /* peers with notify set */
+	wt_chan_peer_fail_fn_t fail_fn;
+	void *fail_arg;
+	uint64_t hb_timeout_ns; /* 0: no heartbeats, no silence verdicts */
+	uint64_t hb_interval_ns;
+	uint64_t now;	    /* coarse clock, refreshed by every progress call */
+	uint64_t last_tick; /* when heartbeat bookkeeping last ran */
+	int greet;	    /* a peer was routed: greet it at the next progress call */
+	uint64_t hb_sent, hb_recv;
 };
+
+/* Every heartbeat is the same header-only frame; being immutable it may stay referenced
+ * by a link for as long as the link likes. */
+static const uint8_t hb_frame[WT_CHAN_HDR_LEN] = {WT_CHAN_WIRE_VERSION, WT_CHAN_FR_HEARTBEAT};
+
+/* A cheap clock (no syscall, a few ms resolution): progress reads it on every call. */
+static uint64_t coarse_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+		return wt_util_time_ns();
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void fail_peer(wt_chan_t *ch, int peer, weft_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -525,6 +564,8 @@ static int link_send(wt_chan_t *ch, int pi, struct frame *f)
 	struct peer *p = &ch->peers[pi];
 	weft_status_t st = wt_link_ops(p->link)->send(p->link, pi, f->iov, f->iovcnt, f);
 
+	if (st == WEFT_OK || st == WEFT_INPROGRESS)
+		p->last_tx = ch->now; /* any frame tells the peer we are alive */
 	if (st == WEFT_OK || st == WEFT_INPROGRESS || st == WT_AGAIN)
 		return st;
 	if (!wt_util_is_err(st))
@@ -777,18 +818,17 @@ static void fail_peer_ops(wt_chan_t *ch, int pi)
 	}
 }
 
-static void fail_peer(wt_chan_t *ch, int pi, weft_status_t st, const char *fmt, ...)
+/* loud: the cause is abnormal even when nothing is pending (silence, not a clean close). */
+static void vfail_peer(wt_chan_t *ch, int pi, weft_status_t st, int loud, const char *fmt,
+		       va_list ap)
 {
 	struct peer *p = &ch->peers[pi];
 
 	if (p->failed)
 		return;
 	char why[WT_CHAN_MSG_LEN - 32]; /* room for the rank prefix */
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
 	p->failed = 1;
 	p->fail_st = wt_util_is_err(st) ? st : WEFT_ERR_PEER_FAILED;
 	snprintf(p->why, sizeof(p->why), "rank %d: %s", pi, why);
@@ -796,8 +836,13 @@ static void fail_peer(wt_chan_t *ch, int pi, weft_status_t st, const char *fmt, 
 	 * not an error; the ops it fails are reported to their owners anyway. */
 	if (peer_has_ops(ch, pi))
 		WT_ERROR("channel: peer %s", p->why);
+	else if (loud)
+		WT_WARN("channel: peer %s", p->why);
 	else
 		WT_INFO("channel: peer %s", p->why);
+	/* the owner hears of it from progress, never from inside a post */
+	p->notify = 1;
+	ch->nnotify++;
 	while (p->qhead != NULL) {
 		struct frame *f = p->qhead;
 
@@ -805,6 +850,27 @@ static void fail_peer(wt_chan_t *ch, int pi, weft_status_t st, const char *fmt, 
 		frame_release(ch, f);
 	}
 	fail_peer_ops(ch, pi);
+}
+
+static void fail_peer(wt_chan_t *ch, int pi, weft_status_t st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail_peer(ch, pi, st, 0, fmt, ap);
+	va_end(ap);
+}
+
+static void fail_peer_loud(wt_chan_t *ch, int pi, weft_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void fail_peer_loud(wt_chan_t *ch, int pi, weft_status_t st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail_peer(ch, pi, st, 1, fmt, ap);
+	va_end(ap);
 }
 
 /* ---- receive side ---- */
@@ -1136,6 +1202,9 @@ static void on_frame(wt_chan_t *ch, int pi, const void *frame, size_t len)
 	case WT_CHAN_FR_ABORT:
 		on_abort(ch, pi, &h);
 		break;
+	case WT_CHAN_FR_HEARTBEAT:
+		ch->hb_recv++; /* arriving at all was its whole message */
+		break;
 	default:
 		break;
 	}
@@ -1152,29 +1221,47 @@ static void fail_link_peers(wt_chan_t *ch, wt_link_t *link, weft_status_t st)
 	}
 }
 
-static void on_event(wt_chan_t *ch, wt_link_t *link, const wt_link_event_t *ev)
+static int is_heartbeat(const void *data, size_t len)
+{
+	return len == WT_CHAN_HDR_LEN && data != NULL &&
+	       ((const uint8_t *)data)[1] == WT_CHAN_FR_HEARTBEAT;
+}
+
+/* Handle one link event; returns 1 if it was work, 0 if it was only heartbeat traffic
+ * (which must not keep an idle progress loop from sleeping). */
+static int on_event(wt_chan_t *ch, wt_link_t *link, const wt_link_event_t *ev)
 {
 	if (ev->type == WT_LINK_EV_SEND_DONE) {
 		struct frame *f = ev->cookie;
 
 		if (f == NULL)
-			return;
+			return 0; /* a heartbeat */
 		inlink_remove(ch, f);
 		frame_taken(ch, f);
-		return;
+		return 1;
 	}
 	if (ev->peer < 0 || ev->peer >= ch->size || ch->peers[ev->peer].link != link) {
 		WT_WARN("channel: link %s reported an event for unknown peer %d",
 			wt_link_ops(link)->name, ev->peer);
-		return;
+		return 1;
 	}
+	struct peer *p = &ch->peers[ev->peer];
+
 	if (ev->type == WT_LINK_EV_PEER_ERROR) {
 		fail_peer(ch, ev->peer, ev->status, "link %s lost the peer (status %d)",
 			  wt_link_ops(link)->name, (int)ev->status);
-		return;
+		return 1;
 	}
-	if (ev->type == WT_LINK_EV_FRAME && !ch->peers[ev->peer].failed)
-		on_frame(ch, ev->peer, ev->data, ev->len);
+	if (ev->type != WT_LINK_EV_FRAME || p->failed)
+		return 1;
+	if (!p->heard)
+		WT_DEBUG("channel: first frame from rank %d", ev->peer);
+	p->heard = 1;
+	p->last_rx = ch->now;
+	int work = !is_heartbeat(ev->data, ev->len);
+
+	on_frame(ch, ev->peer, ev->data, ev->len);
+	return work;
 }
 
 static int poll_link(wt_chan_t *ch, wt_link_t *link)
@@ -1192,8 +1279,7 @@ static int poll_link(wt_chan_t *ch, wt_link_t *link)
 		if (n > WT_CHAN_EV_BATCH)
 			n = WT_CHAN_EV_BATCH;
 		for (int i = 0; i < n; i++)
-			on_event(ch, link, &ev[i]);
-		total += n;
+			total += on_event(ch, link, &ev[i]);
 		if (n < WT_CHAN_EV_BATCH)
 			break;
 	}
@@ -1253,19 +1339,131 @@ static int run_completions(wt_chan_t *ch)
 	return n;
 }
 
+/* ---- heartbeats and failure reports ---- */
+
+/* Heartbeats bypass the FIFO and are sent only when it is empty, so they never overtake
+ * or delay data; a full link means traffic is queued, which says "alive" just as well. */
+static void hb_send(wt_chan_t *ch, int pi)
+{
+	struct peer *p = &ch->peers[pi];
+	struct iovec iov = {.iov_base = (void *)hb_frame, .iov_len = sizeof(hb_frame)};
+	weft_status_t st = wt_link_ops(p->link)->send(p->link, pi, &iov, 1, NULL);
+
+	if (st == WEFT_OK || st == WEFT_INPROGRESS) {
+		p->last_tx = ch->now;
+		ch->hb_sent++;
+		return;
+	}
+	if (st == WT_AGAIN)
+		return;
+	fail_peer(ch, pi, wt_util_is_err(st) ? st : WEFT_ERR_SYSTEM,
+		  "link %s could not send a heartbeat (status %d)", wt_link_ops(p->link)->name,
+		  (int)st);
+}
+
+static void hb_check_peer(wt_chan_t *ch, int pi)
+{
+	struct peer *p = &ch->peers[pi];
+	uint64_t now = ch->now;
+
+	if (now > p->last_rx + ch->hb_timeout_ns) {
+		uint64_t since = p->heard ? p->last_rx : p->linked_at;
+
+		fail_peer_loud(
+		    ch, pi, WEFT_ERR_PEER_FAILED, "no heartbeat for %.1f s%s (WEFT_PEER_TIMEOUT)",
+		    (double)(now - since) / 1e9, p->heard ? "" : " since its link was set up");
+		return;
+	}
+	if (p->qhead == NULL && now - p->last_tx >= ch->hb_interval_ns)
+		hb_send(ch, pi);
+}
+
+static void hb_tick(wt_chan_t *ch)
+{
+	uint64_t now = ch->now;
+
+	if (ch->hb_timeout_ns == 0 || (now - ch->last_tick < WT_CHAN_HB_TICK_NS && !ch->greet))
+		return;
+	/* We ourselves did not progress for a long while (stopped, starved, a caller that
+	 * does not drive progress): the peers' frames may be unread in the links, so their
+	 * silence proves nothing. Give every peer a fresh period. */
+	int stalled = now - ch->last_tick > ch->hb_timeout_ns / 2;
+
+	/* A new peer hears from us at once, not a tick later: a job can get through init
+	 * in less than a tick, and until its first frame arrives a peer is judged only
+	 * after the long connect grace. */
+	ch->greet = 0;
+
+	if (stalled)
+		WT_DEBUG("channel: no progress for %.1f s; peers get a fresh heartbeat period",
+			 (double)(now - ch->last_tick) / 1e9);
+	ch->last_tick = now;
+	for (int i = 0; i < ch->size; i++) {
+		struct peer *p = &ch->peers[i];
+
+		if (p->link == NULL || p->failed)
+			continue;
+		if (stalled && p->last_rx < now)
+			p->last_rx = now;
+		hb_check_peer(ch, i);
+	}
+}
+
+/* Tell the owner about newly failed peers; a callback may fail further peers. */
+static int run_notifies(wt_chan_t *ch)
+{
+	int n = 0;
+
+	while (ch->nnotify > 0) {
+		for (int i = 0; i < ch->size && ch->nnotify > 0; i++) {
+			struct peer *p = &ch->peers[i];
+
+			if (!p->notify)
+				continue;
+			p->notify = 0;
+			ch->nnotify--;
+			if (ch->fail_fn == NULL)
+				continue;
+			ch->fail_fn(ch->fail_arg, i, p->fail_st, p->why);
+			n++;
+		}
+	}
+	return n;
+}
+
 int wt_chan_progress(wt_chan_t *ch)
 {
 	if (ch == NULL || ch->in_progress)
 		return 0;
 	ch->in_progress = 1;
+	ch->now = coarse_ns();
 	int n = run_starts(ch);
 
 	for (int i = 0; i < ch->nlinks; i++)
 		n += poll_link(ch, ch->links[i]);
 	n += flush_backlog(ch);
+	hb_tick(ch);
+	/* ops first, so the owner sees a failed peer's ops done before it hears of the peer */
 	n += run_completions(ch);
+	n += run_notifies(ch);
 	ch->in_progress = 0;
 	return n;
+}
+
+void wt_chan_set_peer_fail_cb(wt_chan_t *ch, wt_chan_peer_fail_fn_t fn, void *arg)
+{
+	if (ch == NULL)
+		return;
+	ch->fail_fn = fn;
+	ch->fail_arg = arg;
+}
+
+void wt_chan_heartbeat_counts(const wt_chan_t *ch, uint64_t *sent, uint64_t *received)
+{
+	if (sent != NULL)
+		*sent = ch != NULL ? ch->hb_sent : 0;
+	if (received != NULL)
+		*received = ch != NULL ? ch->hb_recv : 0;
 }
 
 /* ---- posting ---- */
@@ -1542,10 +1740,23 @@ weft_status_t wt_chan_create(const wt_chan_config_t *cfg, wt_chan_t **out)
 			 cfg ? cfg->size : -1);
 		return WEFT_ERR_INVALID_ARG;
 	}
+	double pt = cfg->peer_timeout;
+
+	if (!(pt >= 0) || pt > WT_CHAN_MAX_PEER_TIMEOUT ||
+	    (pt > 0 && pt < WT_CHAN_MIN_PEER_TIMEOUT)) {
+		WT_ERROR("channel: peer timeout %g s is outside 0 (off) or [%g, %g] s "
+			 "(WEFT_PEER_TIMEOUT)",
+			 pt, WT_CHAN_MIN_PEER_TIMEOUT, WT_CHAN_MAX_PEER_TIMEOUT);
+		return WEFT_ERR_INVALID_ARG;
+	}
 	wt_chan_t *ch = calloc(1, sizeof(*ch));
 
 	if (ch == NULL)
 		goto err_nomem;
+	ch->hb_timeout_ns = (uint64_t)(pt * 1e9 + 0.5);
+	ch->hb_interval_ns = ch->hb_timeout_ns / 4;
+	ch->now = coarse_ns();
+	ch->last_tick = ch->now;
 	ch->rank = cfg->rank;
 	ch->size = cfg->size;
 	ch->eager_limit = cfg->eager_limit ? cfg->eager_limit : WT_CHAN_DEFAULT_EAGER;
@@ -1601,6 +1812,18 @@ weft_status_t wt_chan_set_link(wt_chan_t *ch, int peer, wt_link_t *link)
 		ch->links = l;
 		ch->links[ch->nlinks++] = link;
 	}
+	if (p->link == NULL) {
+		uint64_t grace = (uint64_t)(WT_CHAN_CONNECT_GRACE_S * 1e9);
+
+		if (grace < ch->hb_timeout_ns)
+			grace = ch->hb_timeout_ns;
+		ch->now = coarse_ns();
+		p->linked_at = ch->now;
+		/* silence before the first frame counts from the end of the connect grace */
+		p->last_rx = ch->now + grace - ch->hb_timeout_ns;
+		p->last_tx = 0; /* greet the peer at the next progress call */
+		ch->greet = 1;
+	}
 	p->link = link;
 	p->eager = ch->eager_limit;
 	if (p->eager > mf - WT_CHAN_HDR_LEN)
@@ -1632,7 +1855,7 @@ int wt_chan_arm(wt_chan_t *ch)
 {
 	if (ch == NULL)
 		return 0;
-	if (ch->cq.head != NULL || ch->start.head != NULL)
+	if (ch->cq.head != NULL || ch->start.head != NULL || ch->nnotify > 0)
 		return 1;
 	/* frames the link refused earlier may fit now */
 	if (ch->bhead >= 0 && flush_backlog(ch) > 0)

@@ -55,6 +55,11 @@ const char *wt_chan_hdr_decode(const void *frame, size_t len, wt_chan_hdr_t *h)
 		if (h->flags > WT_CHAN_FIN_MAX_)
 			return "fin with unknown flags";
 		break;
+	case WT_CHAN_FR_HEARTBEAT:
+		if (h->flags != 0 || h->tag != 0 || h->id != 0 || h->id2 != 0 || h->a != 0 ||
+		    h->b != 0)
+			return "heartbeat with fields set";
+		break;
 	default:
 		if (h->flags != 0)
 			return "control frame with flags";

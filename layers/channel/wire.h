@@ -21,7 +21,8 @@
 	X(CTS, 3, "cts")                                                                           \
 	X(DATA, 4, "data")                                                                         \
 	X(FIN, 5, "fin")                                                                           \
-	X(ABORT, 6, "abort")
+	X(ABORT, 6, "abort")                                                                       \
+	X(HEARTBEAT, 7, "heartbeat")
 
 enum wt_chan_frame_type {
 #define WT_CHAN_X_ENUM(n, v, s) WT_CHAN_FR_##n = v,
@@ -45,7 +46,8 @@ enum wt_chan_frame_type {
  *   CTS    id = send slot, id2 = receiver's recv slot
  *   DATA   id = recv slot, a = offset                     payload = fragment
  *   FIN    id = send slot, flags = FIN_*, a = posted length on REJECT
- *   ABORT  id = recv slot (the sender cancelled a message it had started) */
+ *   ABORT  id = recv slot (the sender cancelled a message it had started)
+ *   HEARTBEAT  every field zero; "still alive" when nothing else was sent for a while */
 typedef struct {
 	uint8_t version;
 	uint8_t type;

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# weft-perf integration cases (tests/integration): runs the benchmark under weftrun and checks
+# its table, JSON, CSV and SVG. Usage: weft_perf_test.sh CASE WEFTRUN WEFT_PERF
+set -u
+case_name=$1
+weftrun=$2
+perf=$3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+out=$dir/out
+err=$dir/err
+
+fail() {
+	echo "FAIL ($case_name): $*" >&2
+	echo "--- stdout:" >&2
+	head -60 "$out" >&2
+	echo "--- stderr:" >&2
+	head -20 "$err" >&2
+	exit 1
+}
+
+command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
+
+SIZES="8 32 128 512 2048 8192 32768" # -b 8 -e 64K -f 4
+SMALL=(-b 8 -e 64K -f 4 -n 5 -w 1 -c 1)
+
+# Runs weft-perf on N ranks with every report file; must exit 0.
+run() {
+	local n=$1
+	shift
+	timeout 25 "$weftrun" -n "$n" "$perf" "$@" --json "$dir/r.json" --csv "$dir/r.csv" \
+		--plot "$dir/r.svg" >"$out" 2>"$err"
+	local rc=$?
+	[ "$rc" -eq 0 ] || fail "weft-perf -n $n $* exited $rc"
+}
+
+# Data rows: "collective size count type op root time algbw busbw wrong".
+rows() {
+	awk '/^# collective: / { c = $3 } /^ +[0-9]/ { print c, $0 }' "$out"
+}
+
+check_table() {
+	local want_rows=$1
+	local got
+	got=$(rows | wc -l)
+	[ "$got" -eq "$want_rows" ] || fail "expected $want_rows rows, got $got"
+	rows | awk 'NF != 10 { exit 1 }' || fail "a row does not have 9 columns"
+	rows | awk '$10 != "0" { exit 1 }' || fail "a row has #wrong != 0"
+	grep -q '^# Out of bounds values : 0 OK$' "$out" || fail "no 'Out of bounds values : 0 OK'"
+}
+
+# Every size of the sweep appears once for COLL (sizes as printed: the allreduce sizes).
+check_sizes() {
+	local coll=$1
+	local got
+	got=$(rows | awk -v c="$coll" '$1 == c { printf "%s ", $2 }')
+	[ "$got" = "$SIZES " ] || fail "$coll sizes '$got', want '$SIZES '"
+}
+
+check_files() {
+	local want_rows=$1 ranks=$2
+	python3 - "$dir" "$want_rows" "$ranks" <<'PY' || fail "report files are wrong"
+import csv, json, sys
+import xml.etree.ElementTree as ET
+d, want, ranks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+j = json.load(open(d + "/r.json"))
+assert j["meta"]["ranks"] == ranks, j["meta"]
+for k in ("weft_version", "date", "hostname"):
+    assert j["meta"][k], k
+assert len(j["rows"]) == want, len(j["rows"])
+for r in j["rows"]:
+    assert r["wrong"] == 0, r
+    assert r["time_us"] > 0 or r["size_bytes"] == 0, r
+    for k in ("collective", "size_bytes", "count", "type", "op", "root", "algbw_gbps",
+              "busbw_gbps"):
+        assert k in r, k
+with open(d + "/r.csv", newline="") as f:
+    lines = list(csv.reader(f))
+assert lines[0][:3] == ["collective", "size_bytes", "count"], lines[0]
+assert len(lines) == want + 1, len(lines)
+for row, jr in zip(lines[1:], j["rows"]):
+    assert len(row) == len(lines[0]), row
+    assert row[0] == jr["collective"] and int(row[1]) == jr["size_bytes"], (row, jr)
+    assert int(row[lines[0].index("ranks")]) == ranks
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(d + "/r.svg").getroot()
+assert root.tag == ns + "svg", root.tag
+lines = root.findall(".//" + ns + "polyline")
+assert len(lines) >= 2, len(lines)
+texts = " ".join(t.text or "" for t in root.iter(ns + "text"))
+for w in ("busbw", "time", "message size"):
+    assert w in texts, w
+colls = {r["collective"] for r in j["rows"]}
+for c in colls:
+    assert c in texts, "legend lacks " + c
+PY
+}
+
+case "$case_name" in
+allreduce_n2 | allreduce_n3)
+	n=${case_name##*_n}
+	run "$n" allreduce "${SMALL[@]}"
+	check_table 7
+	check_sizes allreduce
+	grep -qE '^ +8 +2 +float +sum +-1 ' "$out" || fail "first row is not '8 2 float sum -1'"
+	check_files 7 "$n"
+	;;
+all_n2 | all_n3)
+	n=${case_name##*_n}
+	run "$n" all "${SMALL[@]}"
+	check_table $((9 * 7 + 1))
+	for c in allreduce broadcast reduce sendrecv; do
+		check_sizes "$c"
+	done
+	for c in allgather reduce_scatter gather scatter alltoall; do
+		got=$(rows | awk -v c="$c" '$1 == c' | wc -l)
+		[ "$got" -eq 7 ] || fail "$c has $got rows"
+		# nccl-tests' size for these: the whole buffer, count = size / 4 / ranks.
+		rows | awk -v c="$c" -v n="$n" '$1 == c && $2 != $3 * 4 * n { exit 1 }' ||
+			fail "$c size is not count * 4 * ranks"
+	done
+	rows | awk '$1 == "barrier"' | grep -q . || fail "no barrier row"
+	check_files $((9 * 7 + 1)) "$n"
+	;;
+dtypes_ops_async)
+	# Every dtype and op, 3 requests in flight, odd rank count.
+	run 3 allreduce reduce_scatter reduce -d all -o all -a 3 -b 8 -e 512 -f 8 -n 3 -w 1
+	check_table $((3 * 10 * 5 * 3))
+	check_files $((3 * 10 * 5 * 3)) 3
+	;;
+bad_args)
+	for args in "" "nosuchcoll" "allreduce -b" "allreduce -b 1X" "allreduce -e -5" \
+		"allreduce -f 0" "allreduce -f 1" "allreduce -n 0" "allreduce -c 2" \
+		"allreduce -d float8" "allreduce -o xor" "allreduce -a -1" "allreduce --bogus" \
+		"allreduce -b 2M -e 1M"; do
+		# shellcheck disable=SC2086
+		"$perf" $args >"$out" 2>"$err"
+		rc=$?
+		[ "$rc" -eq 2 ] || fail "'weft-perf $args' exited $rc, want 2"
+		[ -s "$err" ] || fail "'weft-perf $args' printed no message"
+	done
+	# A root outside the world is found after start-up; every rank exits 2.
+	timeout 25 "$weftrun" -n 2 "$perf" broadcast -r 2 -b 8 -e 8 >"$out" 2>"$err"
+	rc=$?
+	[ "$rc" -eq 2 ] || fail "root 2 of 2 ranks exited $rc, want 2"
+	"$perf" -h >"$out" 2>"$err" || fail "-h exited non-zero"
+	grep -q -- '-b, --minbytes' "$out" || fail "-h does not list -b"
+	;;
+*)
+	echo "unknown case $case_name" >&2
+	exit 1
+	;;
+esac
+echo "ok ($case_name)"

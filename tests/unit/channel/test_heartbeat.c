@@ -1,0 +1,423 @@
+/* Unit tests of channel heartbeats and peer-failure reports (tests/unit/channel): two
+ * channels in one process, ranks 0 and 1 of a size-2 job, over a real shm or tcp link. */
+#include <math.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "drivers/link.h"
+#include "layers/channel/channel.h"
+#include "layers/channel/wire.h"
+#include "lib/util/crypto.h"
+#include "lib/util/time.h"
+
+#define WAIT_S 60.0
+
+typedef struct {
+	const char *driver;
+	const wt_link_ops_t *ops;
+	wt_link_t *link[2];
+	wt_chan_t *ch[2];
+} fab_t;
+
+static int seq; /* orders callbacks across ops and peer-fail reports */
+
+typedef struct {
+	int fired;
+	int at;
+	weft_status_t st;
+	char msg[256];
+} done_t;
+
+typedef struct {
+	int fired;
+	int at;
+	int peer;
+	weft_status_t st;
+	char why[256];
+} pfail_t;
+
+static void on_done(void *arg, weft_status_t st, size_t bytes, const char *msg)
+{
+	done_t *d = arg;
+
+	(void)bytes;
+	d->fired++;
+	d->at = ++seq;
+	d->st = st;
+	snprintf(d->msg, sizeof(d->msg), "%s", msg != NULL ? msg : "");
+}
+
+static void on_peer_fail(void *arg, int peer, weft_status_t st, const char *why)
+{
+	pfail_t *p = arg;
+
+	p->fired++;
+	p->at = ++seq;
+	p->peer = peer;
+	p->st = st;
+	assert_non_null(why);
+	snprintf(p->why, sizeof(p->why), "%s", why);
+}
+
+static int job_counter;
+
+static void fab_open(fab_t *f, const char *driver, double peer_timeout)
+{
+	char msg[256] = "";
+	char job[64];
+	uint8_t blob[2][WT_LINK_ADDR_MAX];
+	size_t blen[2];
+
+	memset(f, 0, sizeof(*f));
+	f->driver = driver;
+	f->ops = wt_link_find(driver);
+	if (f->ops == NULL) {
+		print_message("driver %s not built\n", driver);
+		skip();
+	}
+	if (f->ops->probe(msg, sizeof(msg)) != WEFT_OK) {
+		print_message("driver %s cannot run here: %s\n", driver, msg);
+		skip();
+	}
+	snprintf(job, sizeof(job), "chanhb%d-%d", (int)getpid(), job_counter++);
+	for (int r = 0; r < 2; r++) {
+		wt_link_config_t cfg = {.rank = r,
+					.size = 2,
+					.job_id = job,
+					.connect_timeout = 10,
+					.bind_addr = "127.0.0.1"};
+
+		wt_util_key_from_token(&cfg.key, "heartbeat-test-token");
+		assert_int_equal(f->ops->open(&cfg, &f->link[r]), WEFT_OK);
+		blen[r] = sizeof(blob[r]);
+		assert_int_equal(f->ops->address(f->link[r], blob[r], &blen[r]), WEFT_OK);
+	}
+	assert_int_equal(f->ops->connect(f->link[0], 1, blob[1], blen[1]), WEFT_OK);
+	assert_int_equal(f->ops->connect(f->link[1], 0, blob[0], blen[0]), WEFT_OK);
+	for (int r = 0; r < 2; r++) {
+		wt_chan_config_t cc = {.rank = r, .size = 2, .peer_timeout = peer_timeout};
+
+		assert_int_equal(wt_chan_create(&cc, &f->ch[r]), WEFT_OK);
+		assert_int_equal(wt_chan_set_link(f->ch[r], 1 - r, f->link[r]), WEFT_OK);
+	}
+}
+
+static void fab_close(fab_t *f)
+{
+	for (int r = 0; r < 2; r++) {
+		if (f->ch[r] != NULL) {
+			assert_int_equal(wt_chan_outstanding(f->ch[r]), 0);
+			wt_chan_destroy(f->ch[r]);
+		}
+	}
+	for (int r = 0; r < 2; r++) {
+		if (f->link[r] != NULL)
+			f->ops->close(f->link[r]);
+	}
+}
+
+/* Progress the ranks in mask once; when idle, sleep briefly on their fds as the progress
+ * thread does. Returns the events progress reported. */
+static int pump_once(fab_t *f, int mask)
+{
+	int n = 0;
+
+	for (int r = 0; r < 2; r++) {
+		if (mask & (1 << r))
+			n += wt_chan_progress(f->ch[r]);
+	}
+	if (n > 0)
+		return n;
+	struct pollfd pfd[8];
+	int nfd = 0, busy = 0;
+
+	for (int r = 0; r < 2; r++) {
+		int fds[4];
+
+		if (!(mask & (1 << r)))
+			continue;
+		int k = wt_chan_fds(f->ch[r], fds, 4);
+
+		assert_true(k >= 0 && k <= 4);
+		for (int i = 0; i < k; i++)
+			pfd[nfd++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+		busy |= wt_chan_arm(f->ch[r]);
+	}
+	if (!busy && nfd > 0)
+		poll(pfd, (nfds_t)nfd, 3);
+	for (int r = 0; r < 2; r++) {
+		if (mask & (1 << r))
+			wt_chan_disarm(f->ch[r]);
+	}
+	return 0;
+}
+
+/* Pump for secs, or until *until becomes non-zero (when until != NULL). Returns the sum
+ * of what progress reported. */
+static int pump_for(fab_t *f, int mask, double secs, const int *until)
+{
+	uint64_t dl = wt_util_deadline_in(secs);
+	int work = 0;
+
+	while (!wt_util_deadline_passed(dl) && (until == NULL || *until == 0))
+		work += pump_once(f, mask);
+	return work;
+}
+
+/* One message from -> to, so both ends have heard each other. */
+static void exchange(fab_t *f, int from, uint64_t tag)
+{
+	char out[32] = "ping", in[32] = "";
+	struct iovec iov = {out, sizeof(out)};
+	done_t ds = {0}, dr = {0};
+
+	assert_int_equal(
+	    wt_chan_post_recv(f->ch[1 - from], from, tag, in, sizeof(in), NULL, on_done, &dr, NULL),
+	    WEFT_OK);
+	assert_int_equal(wt_chan_post_send(f->ch[from], 1 - from, tag, &iov, 1, on_done, &ds, NULL),
+			 WEFT_OK);
+	uint64_t dl = wt_util_deadline_in(WAIT_S);
+
+	while (ds.fired == 0 || dr.fired == 0) {
+		pump_once(f, 3);
+		if (wt_util_deadline_passed(dl))
+			fail_msg("%s: message %llu did not arrive", f->driver,
+				 (unsigned long long)tag);
+	}
+	assert_int_equal(ds.st, WEFT_OK);
+	assert_int_equal(dr.st, WEFT_OK);
+	assert_string_equal(in, "ping");
+}
+
+static void hb_counts(fab_t *f, int r, uint64_t *sent, uint64_t *recv)
+{
+	wt_chan_heartbeat_counts(f->ch[r], sent, recv);
+}
+
+/* An idle pair with a 1 s timeout keeps each other alive by heartbeats alone, which do
+ * not count as work; while data flows no heartbeats are needed. */
+static void test_idle_alive(void **state)
+{
+	fab_t f;
+	pfail_t pf[2] = {0};
+	uint64_t s0[2], r0[2], s1[2], r1[2];
+
+	fab_open(&f, *state, 1.0);
+	for (int r = 0; r < 2; r++)
+		wt_chan_set_peer_fail_cb(f.ch[r], on_peer_fail, &pf[r]);
+	exchange(&f, 0, 1);
+	exchange(&f, 1, 2);
+	pump_for(&f, 3, 0.05, NULL); /* let the completions' link events drain */
+	for (int r = 0; r < 2; r++)
+		hb_counts(&f, r, &s0[r], &r0[r]);
+	int work = pump_for(&f, 3, 3.0, NULL);
+
+	for (int r = 0; r < 2; r++) {
+		hb_counts(&f, r, &s1[r], &r1[r]);
+		print_message("%s: rank %d sent %llu, received %llu heartbeats in 3 s idle\n",
+			      f.driver, r, (unsigned long long)(s1[r] - s0[r]),
+			      (unsigned long long)(r1[r] - r0[r]));
+		assert_int_equal(pf[r].fired, 0);
+		/* one every 0.25 s nominally; a loaded machine may stretch that */
+		assert_true(s1[r] - s0[r] >= 4);
+		assert_true(r1[r] - r0[r] >= 4);
+		assert_true(s1[r] - s0[r] <= 40);
+	}
+	assert_int_equal(work, 0); /* heartbeats alone never keep progress busy */
+	/* idle: arming for sleep succeeds although heartbeats fall due later */
+	int slept = 0;
+
+	for (int i = 0; i < 50 && !slept; i++) {
+		wt_chan_progress(f.ch[0]);
+		slept = wt_chan_arm(f.ch[0]) == 0;
+		wt_chan_disarm(f.ch[0]);
+	}
+	assert_true(slept);
+
+	/* steady ping-pong for a second: the data frames are the heartbeats */
+	for (int r = 0; r < 2; r++)
+		hb_counts(&f, r, &s0[r], NULL);
+	uint64_t dl = wt_util_deadline_in(1.0);
+	int rounds = 0;
+
+	while (!wt_util_deadline_passed(dl)) {
+		exchange(&f, rounds & 1, 100 + (uint64_t)rounds);
+		rounds++;
+	}
+	for (int r = 0; r < 2; r++) {
+		hb_counts(&f, r, &s1[r], NULL);
+		print_message("%s: rank %d sent %llu heartbeats during %d ping-pongs\n", f.driver,
+			      r, (unsigned long long)(s1[r] - s0[r]), rounds);
+		assert_true(s1[r] - s0[r] <= 2);
+		assert_int_equal(pf[r].fired, 0);
+	}
+	exchange(&f, 0, 3);
+	fab_close(&f);
+}
+
+/* Rank 1 stops progressing (a hung process): rank 0 declares it failed after about the
+ * timeout, fails the pending receive, then reports the peer once. */
+static void test_hung_peer(void **state)
+{
+	fab_t f;
+	pfail_t pf = {0};
+	done_t d = {0};
+	char buf[16];
+
+	fab_open(&f, *state, 1.0);
+	wt_chan_set_peer_fail_cb(f.ch[0], on_peer_fail, &pf);
+	exchange(&f, 1, 1);
+	assert_int_equal(
+	    wt_chan_post_recv(f.ch[0], 1, 7, buf, sizeof(buf), NULL, on_done, &d, NULL), WEFT_OK);
+	uint64_t t0 = wt_util_time_ns();
+
+	pump_for(&f, 1, WAIT_S, &pf.fired);
+	double took = (double)(wt_util_time_ns() - t0) / 1e9;
+
+	print_message("%s: silent peer declared failed after %.2f s\n", f.driver, took);
+	assert_int_equal(pf.fired, 1);
+	assert_true(took >= 0.5); /* not before the timeout (minus one heartbeat period) */
+	assert_true(took <= 4.0); /* about 1 s; generous for a loaded machine */
+	assert_int_equal(pf.peer, 1);
+	assert_int_equal(pf.st, WEFT_ERR_PEER_FAILED);
+	assert_non_null(strstr(pf.why, "rank 1: no heartbeat for "));
+	assert_non_null(strstr(pf.why, " s (WEFT_PEER_TIMEOUT)"));
+	assert_int_equal(d.fired, 1);
+	assert_int_equal(d.st, WEFT_ERR_PEER_FAILED);
+	assert_string_equal(d.msg, pf.why);
+	assert_true(d.at < pf.at); /* the ops first, then the peer */
+	/* reported once, however long it stays silent or whoever fails it again */
+	wt_chan_fail_peer(f.ch[0], 1, WEFT_ERR_ABORTED, "again");
+	pump_for(&f, 1, 0.3, NULL);
+	assert_int_equal(pf.fired, 1);
+	/* rank 1 resumes: its own pause does not make it blame rank 0 at once */
+	pfail_t pf1 = {0};
+
+	wt_chan_set_peer_fail_cb(f.ch[1], on_peer_fail, &pf1);
+	pump_for(&f, 2, 0.3, NULL);
+	assert_int_equal(pf1.fired, 0);
+	fab_close(&f);
+}
+
+/* wt_chan_fail_peer reports from the next progress call, once, after the ops. */
+static void test_fail_peer_cb(void **state)
+{
+	fab_t f;
+	pfail_t pf = {0};
+	done_t d = {0};
+	char buf[16];
+	uint64_t sent, recv;
+
+	fab_open(&f, *state, 0);
+	wt_chan_set_peer_fail_cb(f.ch[0], on_peer_fail, &pf);
+	exchange(&f, 0, 1);
+	assert_int_equal(
+	    wt_chan_post_recv(f.ch[0], 1, 7, buf, sizeof(buf), NULL, on_done, &d, NULL), WEFT_OK);
+	wt_chan_fail_peer(f.ch[0], 1, WEFT_ERR_PEER_FAILED, "told so");
+	wt_chan_fail_peer(f.ch[0], 1, WEFT_ERR_PEER_FAILED, "told twice");
+	assert_int_equal(pf.fired, 0); /* never from inside the call */
+	assert_int_equal(d.fired, 0);
+	assert_int_equal(wt_chan_arm(f.ch[0]), 1); /* a report is due: do not sleep */
+	wt_chan_disarm(f.ch[0]);
+	assert_true(wt_chan_progress(f.ch[0]) >= 2);
+	assert_int_equal(d.fired, 1);
+	assert_int_equal(pf.fired, 1);
+	assert_true(d.at < pf.at);
+	assert_int_equal(pf.peer, 1);
+	assert_int_equal(pf.st, WEFT_ERR_PEER_FAILED);
+	assert_string_equal(pf.why, "rank 1: told so");
+	pump_for(&f, 3, 0.2, NULL);
+	assert_int_equal(pf.fired, 1);
+	/* no timeout configured: no heartbeat ever */
+	for (int r = 0; r < 2; r++) {
+		hb_counts(&f, r, &sent, &recv);
+		assert_int_equal(sent, 0);
+		assert_int_equal(recv, 0);
+	}
+	fab_close(&f);
+}
+
+/* The link loses the peer: one report with the link's status, after the pending op. */
+static void test_link_error_cb(void **state)
+{
+	fab_t f;
+	pfail_t pf = {0};
+	done_t d = {0};
+	char buf[16];
+
+	fab_open(&f, *state, 30.0);
+	wt_chan_set_peer_fail_cb(f.ch[0], on_peer_fail, &pf);
+	exchange(&f, 0, 1);
+	assert_int_equal(
+	    wt_chan_post_recv(f.ch[0], 1, 7, buf, sizeof(buf), NULL, on_done, &d, NULL), WEFT_OK);
+	wt_chan_destroy(f.ch[1]);
+	f.ops->close(f.link[1]);
+	f.ch[1] = NULL;
+	f.link[1] = NULL;
+	pump_for(&f, 1, WAIT_S, &pf.fired);
+	assert_int_equal(pf.fired, 1);
+	assert_int_equal(pf.peer, 1);
+	assert_true(pf.st < 0);
+	assert_non_null(strstr(pf.why, "rank 1: link "));
+	assert_null(strstr(pf.why, "heartbeat"));
+	assert_int_equal(d.fired, 1);
+	assert_int_equal(d.st, pf.st);
+	assert_true(d.at < pf.at);
+	pump_for(&f, 1, 0.2, NULL);
+	assert_int_equal(pf.fired, 1);
+	fab_close(&f);
+}
+
+/* Timeouts the clock cannot honour are refused; the heartbeat frame is well-formed. */
+static void test_config_and_wire(void **state)
+{
+	const double bad[] = {-1.0, NAN, INFINITY, 0.01, 2e6};
+	wt_chan_t *ch = NULL;
+	uint8_t fr[WT_CHAN_HDR_LEN];
+	wt_chan_hdr_t h = {.version = WT_CHAN_WIRE_VERSION, .type = WT_CHAN_FR_HEARTBEAT}, out;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		wt_chan_config_t cc = {.rank = 0, .size = 2, .peer_timeout = bad[i]};
+
+		assert_int_equal(wt_chan_create(&cc, &ch), WEFT_ERR_INVALID_ARG);
+	}
+	wt_chan_config_t ok = {.rank = 0, .size = 2, .peer_timeout = 0.1};
+
+	assert_int_equal(wt_chan_create(&ok, &ch), WEFT_OK);
+	wt_chan_destroy(ch);
+	wt_chan_hdr_encode(&h, fr);
+	assert_null(wt_chan_hdr_decode(fr, sizeof(fr), &out));
+	assert_int_equal(out.type, WT_CHAN_FR_HEARTBEAT);
+	assert_string_equal(wt_chan_frame_name(WT_CHAN_FR_HEARTBEAT), "heartbeat");
+	h.a = 1;
+	wt_chan_hdr_encode(&h, fr);
+	assert_string_equal(wt_chan_hdr_decode(fr, sizeof(fr), &out), "heartbeat with fields set");
+}
+
+#define DRIVER_TESTS(drv)                                                                          \
+	cmocka_unit_test_prestate(test_idle_alive, drv),                                           \
+	    cmocka_unit_test_prestate(test_hung_peer, drv),                                        \
+	    cmocka_unit_test_prestate(test_fail_peer_cb, drv),                                     \
+	    cmocka_unit_test_prestate(test_link_error_cb, drv),                                    \
+	    cmocka_unit_test_prestate(test_config_and_wire, drv)
+
+int main(int argc, char **argv)
+{
+	const char *which = argc > 1 ? argv[1] : "shm";
+	static char shm[] = "shm", tcp[] = "tcp";
+	const struct CMUnitTest shm_tests[] = {DRIVER_TESTS(shm)};
+	const struct CMUnitTest tcp_tests[] = {DRIVER_TESTS(tcp)};
+
+	if (strcmp(which, "tcp") == 0)
+		return cmocka_run_group_tests_name("heartbeats over tcp", tcp_tests, NULL, NULL);
+	return cmocka_run_group_tests_name("heartbeats over shm", shm_tests, NULL, NULL);
+}
