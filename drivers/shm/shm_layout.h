@@ -8,7 +8,7 @@
 #include "lib/util/crypto.h"
 
 #define WT_SHM_RING_CAP (4u << 20)    /* bytes per direction; a power of two */
-#define WT_SHM_MAX_FRAME (256u << 10) /* largest frame */
+#define WT_SHM_MAX_FRAME ((256u << 10) + 4096u) /* a 256 KiB segment plus its header */
 #define WT_SHM_ALIGN 65536u	      /* mmap offsets: a multiple of any page size */
 #define WT_SHM_RING_OFF WT_SHM_ALIGN  /* header page, then one ring per sender rank */
 #define WT_SHM_RING_STRIDE ((uint64_t)WT_SHM_ALIGN + WT_SHM_RING_CAP)

@@ -162,6 +162,20 @@ static weft_status_t check_buf(weft_comm_t *comm, const char *what, const char *
 	return WEFT_ERR_INVALID_ARG;
 }
 
+/* The dtype and both buffers of a call whose ranks all use both. */
+static weft_status_t check_both(weft_comm_t *comm, const char *what, weft_dtype_t dtype,
+				size_t count, const void *sendbuf, const void *recvbuf,
+				size_t *esize)
+{
+	weft_status_t st = check_dtype(comm, what, dtype, count, esize);
+
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "sendbuf", sendbuf, count);
+	if (st == WEFT_OK)
+		st = check_buf(comm, what, "recvbuf", recvbuf, count);
+	return st;
+}
+
 static weft_status_t check_rank(weft_comm_t *comm, const char *what, const char *name, int r)
 {
 	if (r >= 0 && r < comm->size)
@@ -245,6 +259,10 @@ static weft_status_t run_ex(weft_comm_t *comm, const wt_sched_args_t *args, cons
 		if (st != WEFT_OK)
 			return st;
 	}
+	/* A blocking call waits at once: it drives progress itself, so starting it need not
+	 * wake the progress thread. */
+	if (!noop && req == NULL && !defer)
+		return wt_api_coll_run(comm, args, sendbuf, recvbuf, tag);
 	if (noop)
 		st = wt_api_req_done_now(comm, args->coll, &r);
 	else
@@ -278,13 +296,9 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
 	size_t es;
 	weft_status_t st;
 
-	st = check_dtype(comm, what, dtype, count, &es);
+	st = check_both(comm, what, dtype, count, sendbuf, recvbuf, &es);
 	if (st == WEFT_OK)
 		st = check_op(comm, what, op);
-	if (st == WEFT_OK)
-		st = check_buf(comm, what, "sendbuf", sendbuf, count);
-	if (st == WEFT_OK)
-		st = check_buf(comm, what, "recvbuf", recvbuf, count);
 	if (st != WEFT_OK)
 		return st;
 	args_init(&args, comm, WT_COLL_ALLREDUCE, count, dtype, op, 0);
@@ -311,11 +325,7 @@ static weft_status_t allgather(const void *sendbuf, void *recvbuf, size_t count,
 	size_t es;
 	weft_status_t st;
 
-	st = check_dtype(comm, what, dtype, count, &es);
-	if (st == WEFT_OK)
-		st = check_buf(comm, what, "sendbuf", sendbuf, count);
-	if (st == WEFT_OK)
-		st = check_buf(comm, what, "recvbuf", recvbuf, count);
+	st = check_both(comm, what, dtype, count, sendbuf, recvbuf, &es);
 	if (st != WEFT_OK)
 		return st;
 	args_init(&args, comm, WT_COLL_ALLGATHER, count, dtype, WEFT_SUM, 0);
@@ -343,13 +353,9 @@ static weft_status_t reduce_scatter(const void *sendbuf, void *recvbuf, size_t c
 	size_t es;
 	weft_status_t st;
 
-	st = check_dtype(comm, what, dtype, count, &es);
+	st = check_both(comm, what, dtype, count, sendbuf, recvbuf, &es);
 	if (st == WEFT_OK)
 		st = check_op(comm, what, op);
-	if (st == WEFT_OK)
-		st = check_buf(comm, what, "sendbuf", sendbuf, count);
-	if (st == WEFT_OK)
-		st = check_buf(comm, what, "recvbuf", recvbuf, count);
 	if (st != WEFT_OK)
 		return st;
 	args_init(&args, comm, WT_COLL_REDUCE_SCATTER, count, dtype, op, 0);
@@ -514,11 +520,7 @@ static weft_status_t alltoall(const void *sendbuf, void *recvbuf, size_t count, 
 	size_t es;
 	weft_status_t st;
 
-	st = check_dtype(comm, what, dtype, count, &es);
-	if (st == WEFT_OK)
-		st = check_buf(comm, what, "sendbuf", sendbuf, count);
-	if (st == WEFT_OK)
-		st = check_buf(comm, what, "recvbuf", recvbuf, count);
+	st = check_both(comm, what, dtype, count, sendbuf, recvbuf, &es);
 	if (st != WEFT_OK)
 		return st;
 	args_init(&args, comm, WT_COLL_ALLTOALL, count, dtype, WEFT_SUM, 0);

@@ -29,6 +29,7 @@ typedef struct {
 	size_t eager_limit;	  /* WEFT_EAGER_LIMIT (0 = channel default) */
 	int progress_thread;	  /* WEFT_PROGRESS_THREAD */
 	int spin_us;		  /* WEFT_SPIN_US: busy-poll budget before sleeping */
+	int yield_us;		  /* WEFT_YIELD_US: sched_yield-poll budget after spinning */
 	int compress;		  /* WEFT_COMPRESS: wt_sched_compress_t for float32 allreduce */
 	wt_sched_cost_t cost_shm; /* WEFT_COST_SHM: alpha-beta-gamma of shm links */
 	wt_sched_cost_t cost_tcp; /* WEFT_COST_TCP: of tcp (and every other) link */
@@ -60,12 +61,29 @@ struct wt_api_ctx {
 	pthread_t thread;
 	int thread_started;
 	atomic_int stop;
-	int wake_fd;	     /* eventfd: wakes the progress thread */
-	int epfd;	     /* epoll over the channel fds and wake_fd */
-	atomic_int sleeping; /* progress thread is blocked in epoll */
-	atomic_int active;   /* requests in flight */
-	atomic_int spinning; /* callers busy-polling in wait */
-	int oversubscribed;  /* more local ranks than cores: never spin */
+	int wake_fd; /* eventfd: wakes whoever sleeps in epoll */
+	int epfd;    /* epoll over the channel fds and wake_fd */
+	/* Waiting (context.c, request.c). A blocked caller drives progress itself and sleeps
+	 * on the fds; the progress thread parks while any caller waits, so a message costs one
+	 * wake-up, not two. One thread at a time drives (driver, under lock); other waiters
+	 * sleep on done_cv. */
+	atomic_int in_epoll;	  /* a thread (caller or progress thread) is in epoll_wait */
+	atomic_int thread_epoll;  /* the progress thread is in epoll_wait */
+	atomic_int parked;	  /* the progress thread is parked on park_cv */
+	atomic_int waiters;	  /* callers inside wt_api_wait_one */
+	atomic_int active;	  /* requests in flight */
+	int driver;		  /* a waiter is driving progress (under lock) */
+	int unpark;		  /* under lock: async work needs the progress thread */
+	pthread_cond_t park_cv;	  /* the progress thread waits here while callers drive */
+	int oversubscribed;	  /* more local ranks than cores: never busy-spin */
+	/* request.c: net-op records for reuse (under lock), and the last plan picked, so a
+	 * loop of identical calls skips the cost model and the cache's hashing. */
+	void *netop_free;
+	pthread_mutex_t memo_lock;
+	const struct weft_comm *memo_comm;
+	wt_sched_args_t memo_args;
+	wt_sched_cost_t memo_cost;
+	wt_sched_plan_t *memo_plan;
 
 	int ncomms; /* communicators alive on this context */
 	uint16_t next_comm_id;
@@ -140,10 +158,16 @@ weft_status_t wt_api_ctx_create(wt_api_ctx_t **out, char *err, size_t errlen);
 void wt_api_ctx_release(wt_api_ctx_t *ctx);
 /* Drive the channel once (caller holds ctx->lock); returns events handled. */
 int wt_api_progress_locked(wt_api_ctx_t *ctx);
-/* Wake the progress thread if it sleeps (new work was posted). */
+/* New work the caller will not wait for at once (an async request, an abort): wake
+ * whoever sleeps in epoll and unpark the progress thread if no caller drives. Called
+ * without ctx->lock. */
 void wt_api_wake(wt_api_ctx_t *ctx);
-/* Sleep until a link or the wake fd has work, at most timeout_ms (lock not held). */
-void wt_api_sleep_fds(wt_api_ctx_t *ctx, int timeout_ms);
+/* Caller holds ctx->lock, which is released while sleeping: sleep until a link or the
+ * wake fd has work, at most timeout_ms. */
+void wt_api_sleep_fds_locked(wt_api_ctx_t *ctx, int timeout_ms);
+/* A caller starts / stops waiting: the progress thread steps aside meanwhile. */
+void wt_api_waiter_enter(wt_api_ctx_t *ctx);
+void wt_api_waiter_exit(wt_api_ctx_t *ctx);
 extern const wt_sched_net_t wt_api_net_template;
 
 /* Link cost of a communicator over these world ranks: the slowest class among the links
@@ -174,9 +198,14 @@ void wt_api_fini_broken(wt_api_ctx_t *ctx);
 weft_status_t wt_api_check_args(weft_comm_t *comm, const wt_sched_args_t *args);
 
 /* request.c */
-/* tag: the user tag of a send / recv (args->coll says which); ignored otherwise. */
+/* tag: the user tag of a send / recv (args->coll says which); ignored otherwise. Wakes
+ * the progress engine for the new request. */
 weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
 				void *recvbuf, int tag, weft_request_t **req);
+/* Start and wait at once (a blocking call): no wake-up of the progress thread, since the
+ * caller drives progress itself. */
+weft_status_t wt_api_coll_run(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
+			      void *recvbuf, int tag);
 /* A request that is complete already (zero-element calls). */
 weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_request_t **req);
 /* Cancel (if still running) and free, without reporting (destroy of a comm). */
@@ -185,5 +214,7 @@ weft_status_t wt_api_wait_one(weft_request_t **req);
 weft_status_t wt_api_test_one(weft_request_t **req, int *done);
 void wt_api_set_error(weft_comm_t *comm, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* ctx_free: drop the reusable net-op records and the memoised plan. */
+void wt_api_req_ctx_release(wt_api_ctx_t *ctx);
 
 #endif

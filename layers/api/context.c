@@ -240,6 +240,10 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 	if (st != WEFT_OK)
 		return st;
 	c->spin_us = (int)v;
+	st = wt_util_env_int("WEFT_YIELD_US", 200, 0, 1000000, &v, err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	c->yield_us = (int)v;
 	return wt_util_env_bool("WEFT_CHECK", 0, &c->check, err, errlen);
 }
 
@@ -605,14 +609,51 @@ static weft_status_t init_barrier(wt_api_ctx_t *ctx, char *err, size_t errlen)
 	return store_get_str(ctx, "init/done", buf, sizeof(buf), err, errlen);
 }
 
-void wt_api_wake(wt_api_ctx_t *ctx)
+static void kick_epoll(wt_api_ctx_t *ctx)
 {
 	uint64_t one = 1;
 
-	if (!ctx->thread_started || !atomic_load(&ctx->sleeping))
-		return;
 	if (write(ctx->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		WT_DEBUG("waking the progress thread failed: %s", strerror(errno));
+		WT_DEBUG("writing the wake fd failed: %s", strerror(errno));
+}
+
+static void unpark(wt_api_ctx_t *ctx)
+{
+	if (!ctx->thread_started)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	ctx->unpark = 1;
+	pthread_cond_signal(&ctx->park_cv);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void wt_api_wake(wt_api_ctx_t *ctx)
+{
+	if (ctx->wake_fd < 0)
+		return;
+	if (atomic_load(&ctx->in_epoll))
+		kick_epoll(ctx);
+	/* Unconditionally: a thread about to park would miss a flag read here. Cheap: the
+	 * signal makes no system call when no one waits on park_cv. */
+	if (atomic_load(&ctx->waiters) == 0)
+		unpark(ctx);
+}
+
+void wt_api_waiter_enter(wt_api_ctx_t *ctx)
+{
+	atomic_fetch_add(&ctx->waiters, 1);
+	/* Pairs with progress_sleep(): either it sees the waiter or we see it in epoll. A
+	 * thread left in epoll would take the doorbells' wake-ups from the caller. */
+	if (atomic_load(&ctx->thread_epoll) && ctx->wake_fd >= 0)
+		kick_epoll(ctx);
+}
+
+void wt_api_waiter_exit(wt_api_ctx_t *ctx)
+{
+	/* Requests nobody waits for (async ones) need the progress thread back now; otherwise
+	 * it stays parked until its next tick, so a loop of blocking calls never wakes it. */
+	if (atomic_fetch_sub(&ctx->waiters, 1) == 1 && atomic_load(&ctx->active) > 0)
+		unpark(ctx);
 }
 
 int wt_api_progress_locked(wt_api_ctx_t *ctx)
@@ -622,35 +663,84 @@ int wt_api_progress_locked(wt_api_ctx_t *ctx)
 	return wt_chan_progress(ctx->chan);
 }
 
-/* Block until a link fd or the wake fd is readable (or timeout_ms passes). */
-void wt_api_sleep_fds(wt_api_ctx_t *ctx, int timeout_ms)
+static void drain_wake_fd(wt_api_ctx_t *ctx)
+{
+	uint64_t v;
+
+	if (read(ctx->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		WT_DEBUG("draining the wake fd failed: %s", strerror(errno));
+}
+
+/* epoll_wait without the lock; 1 if the wake fd was among the ready ones. */
+static int epoll_sleep(wt_api_ctx_t *ctx, int timeout_ms)
 {
 	struct epoll_event ev[8];
-	uint64_t v;
-	int pending;
+	int n = epoll_wait(ctx->epfd, ev, 8, timeout_ms);
+
+	if (n < 0 && errno != EINTR)
+		WT_WARN("epoll_wait on the links failed: %s", strerror(errno));
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.fd == ctx->wake_fd)
+			return 1;
+	}
+	return 0;
+}
+
+void wt_api_sleep_fds_locked(wt_api_ctx_t *ctx, int timeout_ms)
+{
+	int pending, woke = 0;
 
 	if (ctx->chan == NULL || ctx->epfd < 0) {
+		pthread_mutex_unlock(&ctx->lock);
 		wt_util_sleep_ns((uint64_t)timeout_ms * 1000000ull);
+		pthread_mutex_lock(&ctx->lock);
 		return;
 	}
-	atomic_store(&ctx->sleeping, 1);
-	pthread_mutex_lock(&ctx->lock);
 	pending = wt_chan_arm(ctx->chan);
+	/* Set under the lock: whoever completes or aborts a request under it afterwards sees
+	 * us and rings the wake fd. */
+	atomic_fetch_add(&ctx->in_epoll, 1);
 	pthread_mutex_unlock(&ctx->lock);
-	if (!pending) {
-		if (epoll_wait(ctx->epfd, ev, 8, timeout_ms) < 0 && errno != EINTR)
-			WT_WARN("epoll_wait in the progress thread failed: %s", strerror(errno));
-	} else {
+	if (!pending)
+		woke = epoll_sleep(ctx, timeout_ms);
+	else
 		/* Output is queued behind a full link: nothing will ring for it, so back off
 		 * briefly instead of sleeping on the fds. */
 		wt_util_sleep_ns(20000);
-	}
-	atomic_store(&ctx->sleeping, 0);
-	if (read(ctx->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		WT_DEBUG("draining the wake fd failed: %s", strerror(errno));
+	atomic_fetch_sub(&ctx->in_epoll, 1);
+	if (woke)
+		drain_wake_fd(ctx);
 	pthread_mutex_lock(&ctx->lock);
 	wt_chan_disarm(ctx->chan);
-	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* The progress thread's sleep on the fds, unless a caller has started waiting: then it
+ * must leave the fds to that caller. Lock held. */
+static void progress_sleep(wt_api_ctx_t *ctx, int timeout_ms)
+{
+	atomic_store(&ctx->thread_epoll, 1);
+	if (atomic_load(&ctx->waiters) == 0)
+		wt_api_sleep_fds_locked(ctx, timeout_ms);
+	atomic_store(&ctx->thread_epoll, 0);
+}
+
+/* While callers wait they drive progress (and heartbeats) themselves; the thread ticks
+ * every 100 ms in case they stop without telling it. Lock held. */
+static void progress_park(wt_api_ctx_t *ctx)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 100000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	atomic_store(&ctx->parked, 1);
+	while (!ctx->unpark && !atomic_load(&ctx->stop) &&
+	       pthread_cond_timedwait(&ctx->park_cv, &ctx->lock, &ts) == 0)
+		;
+	atomic_store(&ctx->parked, 0);
 }
 
 static void *progress_main(void *arg)
@@ -660,25 +750,43 @@ static void *progress_main(void *arg)
 	/* The thread spins far less than a waiter: it competes with the caller's own
 	 * computation, which is what async requests are for. */
 	uint64_t spin_ns = (uint64_t)(ctx->cfg.spin_us < 20 ? ctx->cfg.spin_us : 20) * 1000;
+	int parked_last = 0;
 
+	pthread_mutex_lock(&ctx->lock);
 	while (!atomic_load(&ctx->stop)) {
 		int n;
-		pthread_mutex_lock(&ctx->lock);
+		/* A waiting caller drives; after it leaves the thread stays parked for one
+		 * tick unless async work calls it back, so back-to-back blocking calls never
+		 * have to wake it. */
+		if (!ctx->unpark && (atomic_load(&ctx->waiters) > 0 || parked_last)) {
+			parked_last = atomic_load(&ctx->waiters) > 0;
+			progress_park(ctx);
+			continue;
+		}
+		ctx->unpark = 0;
+		parked_last = 0;
 		n = wt_api_progress_locked(ctx);
-		pthread_mutex_unlock(&ctx->lock);
 		if (n > 0) {
 			last_work = wt_util_time_ns();
+			/* A caller that started waiting while we were in epoll may sleep there
+			 * now, after we took the doorbell that completed its request. */
+			if (atomic_load(&ctx->waiters) > 0 && atomic_load(&ctx->in_epoll) > 0)
+				kick_epoll(ctx);
+			/* Let callers (and abort) take the lock between rounds. */
+			pthread_mutex_unlock(&ctx->lock);
+			pthread_mutex_lock(&ctx->lock);
 			continue;
 		}
-		/* A caller spinning in wait already polls; a second spinner would only take
-		 * the core from it (or from the caller's computation). */
 		if (!ctx->oversubscribed && atomic_load(&ctx->active) > 0 &&
-		    atomic_load(&ctx->spinning) == 0 && wt_util_time_ns() - last_work < spin_ns) {
+		    wt_util_time_ns() - last_work < spin_ns) {
+			pthread_mutex_unlock(&ctx->lock);
 			sched_yield();
+			pthread_mutex_lock(&ctx->lock);
 			continue;
 		}
-		wt_api_sleep_fds(ctx, 100);
+		progress_sleep(ctx, 100);
 	}
+	pthread_mutex_unlock(&ctx->lock);
 	return NULL;
 }
 
@@ -723,14 +831,15 @@ static void ctx_free(wt_api_ctx_t *ctx)
 {
 	if (ctx->thread_started) {
 		atomic_store(&ctx->stop, 1);
-		atomic_store(&ctx->sleeping, 1);
-		wt_api_wake(ctx);
+		kick_epoll(ctx);
+		unpark(ctx);
 		pthread_join(ctx->thread, NULL);
 	}
 	if (ctx->chan != NULL)
 		wt_chan_destroy(ctx->chan);
 	for (int i = 0; i < ctx->nlinks; i++)
 		wt_link_ops(ctx->links[i])->close(ctx->links[i]);
+	wt_api_req_ctx_release(ctx);
 	if (ctx->cache != NULL)
 		wt_sched_cache_free(ctx->cache);
 	if (ctx->store != NULL)
@@ -743,6 +852,8 @@ static void ctx_free(wt_api_ctx_t *ctx)
 		close(ctx->epfd);
 	free(ctx->peer_link);
 	pthread_cond_destroy(&ctx->done_cv);
+	pthread_cond_destroy(&ctx->park_cv);
+	pthread_mutex_destroy(&ctx->memo_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->store_lock);
 	free(ctx);
@@ -801,6 +912,8 @@ weft_status_t wt_api_ctx_create_boot(const wt_api_boot_t *b, wt_api_ctx_t **out,
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->store_lock, NULL);
 	pthread_cond_init(&ctx->done_cv, NULL);
+	pthread_cond_init(&ctx->park_cv, NULL);
+	pthread_mutex_init(&ctx->memo_lock, NULL);
 	ctx->rank = b->rank;
 	ctx->size = b->size;
 	ctx->key = b->key;

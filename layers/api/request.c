@@ -1,5 +1,5 @@
 /* Requests (layers/api): start a collective as a plan execution, and wait / test with
- * deadlines. Waiters spin briefly while driving progress themselves, then sleep. */
+ * deadlines. Waiters drive progress themselves: spin, then yield, then sleep on the fds. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +23,22 @@ void wt_api_set_error(weft_comm_t *comm, const char *fmt, ...)
 
 /* The channel reports (arg, status, bytes, msg); the executor wants (arg, status, msg)
  * and a handle to cancel by. One small record per network op bridges the two. */
-typedef struct {
+typedef struct wt_api_netop {
 	wt_sched_net_done_fn_t cb;
 	void *arg;
 	wt_chan_op_t *op;
 	wt_chan_t *chan;
+	wt_api_ctx_t *ctx;
+	struct wt_api_netop *next; /* in ctx->netop_free */
 } wt_api_netop_t;
+
+/* Records go back to the context's free list (under ctx->lock, as every net op runs):
+ * a small collective's steps cost no malloc. */
+static void netop_put(wt_api_netop_t *o)
+{
+	o->next = o->ctx->netop_free;
+	o->ctx->netop_free = o;
+}
 
 static void netop_done(void *arg, weft_status_t st, size_t bytes, const char *msg)
 {
@@ -37,7 +47,7 @@ static void netop_done(void *arg, weft_status_t st, size_t bytes, const char *ms
 	void *cb_arg = o->arg;
 
 	(void)bytes;
-	free(o);
+	netop_put(o);
 	cb(cb_arg, st, msg);
 }
 
@@ -64,10 +74,16 @@ static weft_status_t wire_tag(const weft_request_t *req, uint64_t tag, uint64_t 
 
 static wt_api_netop_t *netop_new(weft_comm_t *comm, wt_sched_net_done_fn_t cb, void *arg)
 {
-	wt_api_netop_t *o = malloc(sizeof(*o));
+	wt_api_ctx_t *ctx = comm->ctx;
+	wt_api_netop_t *o = ctx->netop_free;
 
+	if (o != NULL)
+		ctx->netop_free = o->next;
+	else
+		o = malloc(sizeof(*o));
 	if (o == NULL)
 		return NULL;
+	o->ctx = ctx;
 	o->cb = cb;
 	o->arg = arg;
 	o->op = NULL;
@@ -92,7 +108,7 @@ static weft_status_t net_post_send(void *nctx, int peer, uint64_t tag, const voi
 		return WEFT_ERR_NO_MEMORY;
 	st = wt_chan_post_send(o->chan, comm->world[peer], tag, &iov, 1, netop_done, o, &o->op);
 	if (st != WEFT_OK) {
-		free(o);
+		netop_put(o);
 		return st;
 	}
 	*handle = o;
@@ -118,7 +134,7 @@ static weft_status_t net_post_recv(void *nctx, int peer, uint64_t tag, void *buf
 	st = wt_chan_post_recv(o->chan, comm->world[peer], tag, buf, len, &red, netop_done, o,
 			       &o->op);
 	if (st != WEFT_OK) {
-		free(o);
+		netop_put(o);
 		return st;
 	}
 	*handle = o;
@@ -131,7 +147,22 @@ static void net_cancel(void *nctx, void *handle)
 
 	(void)nctx;
 	wt_chan_cancel(o->chan, o->op);
-	free(o);
+	netop_put(o);
+}
+
+void wt_api_req_ctx_release(wt_api_ctx_t *ctx)
+{
+	wt_api_netop_t *o = ctx->netop_free;
+
+	while (o != NULL) {
+		wt_api_netop_t *next = o->next;
+		free(o);
+		o = next;
+	}
+	ctx->netop_free = NULL;
+	if (ctx->memo_plan != NULL)
+		wt_sched_plan_unref(ctx->memo_plan);
+	ctx->memo_plan = NULL;
 }
 
 const wt_sched_net_t wt_api_net_template = {
@@ -173,9 +204,73 @@ static int is_p2p(wt_sched_coll_t coll)
 	return coll == WT_COLL_SEND || coll == WT_COLL_RECV;
 }
 
-/* WEFT_ALGO or the cost model. A forced algorithm never changes silently; an automatic
- * pick that refuses the args (UNSUPPORTED) yields to the size-range default. */
+static int same_args(const wt_sched_args_t *a, const wt_sched_args_t *b)
+{
+	return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype &&
+	       a->op == b->op && a->root == b->root && a->rank == b->rank && a->size == b->size &&
+	       a->in_place == b->in_place && a->seg_bytes == b->seg_bytes && a->peer == b->peer &&
+	       a->compress == b->compress;
+}
+
+/* The plan of the previous call when this one has the same shape on the same
+ * communicator (with a reference for the caller), else NULL. */
+static wt_sched_plan_t *memo_get(weft_comm_t *comm, const wt_sched_args_t *args)
+{
+	wt_api_ctx_t *ctx = comm->ctx;
+	wt_sched_plan_t *p = NULL;
+
+	if (args->coll == WT_COLL_ALLTOALLV)
+		return NULL;
+	pthread_mutex_lock(&ctx->memo_lock);
+	if (ctx->memo_plan != NULL && ctx->memo_comm == comm && same_args(&ctx->memo_args, args) &&
+	    memcmp(&ctx->memo_cost, &comm->cost, sizeof(comm->cost)) == 0) {
+		p = ctx->memo_plan;
+		wt_sched_plan_ref(p);
+	}
+	pthread_mutex_unlock(&ctx->memo_lock);
+	return p;
+}
+
+static void memo_put(weft_comm_t *comm, const wt_sched_args_t *args, wt_sched_plan_t *p)
+{
+	wt_api_ctx_t *ctx = comm->ctx;
+	wt_sched_plan_t *old;
+
+	if (args->coll == WT_COLL_ALLTOALLV)
+		return;
+	wt_sched_plan_ref(p);
+	pthread_mutex_lock(&ctx->memo_lock);
+	old = ctx->memo_plan;
+	ctx->memo_plan = p;
+	ctx->memo_comm = comm;
+	ctx->memo_args = *args;
+	ctx->memo_cost = comm->cost;
+	pthread_mutex_unlock(&ctx->memo_lock);
+	if (old != NULL)
+		wt_sched_plan_unref(old);
+}
+
+static weft_status_t pick_plan_slow(weft_comm_t *comm, weft_request_t *req,
+				    const wt_sched_args_t *args);
+
+/* WEFT_ALGO or the cost model, memoised for a run of same-shaped calls. */
 static weft_status_t pick_plan(weft_comm_t *comm, weft_request_t *req, const wt_sched_args_t *args)
+{
+	weft_status_t st;
+
+	req->plan = memo_get(comm, args);
+	if (req->plan != NULL)
+		return WEFT_OK;
+	st = pick_plan_slow(comm, req, args);
+	if (st == WEFT_OK)
+		memo_put(comm, args, req->plan);
+	return st;
+}
+
+/* A forced algorithm never changes silently; an automatic pick that refuses the args
+ * (UNSUPPORTED) yields to the size-range default. */
+static weft_status_t pick_plan_slow(weft_comm_t *comm, weft_request_t *req,
+				    const wt_sched_args_t *args)
 {
 	wt_api_ctx_t *ctx = comm->ctx;
 	const char *spec = ctx->cfg.algo;
@@ -207,12 +302,21 @@ static weft_status_t pick_plan(weft_comm_t *comm, weft_request_t *req, const wt_
 
 static weft_request_t *req_new(weft_comm_t *comm, wt_sched_coll_t coll)
 {
-	weft_request_t *req = calloc(1, sizeof(*req));
+	/* Not calloc: the message buffer alone is half a kilobyte nobody reads on success. */
+	weft_request_t *req = malloc(sizeof(*req));
 
 	if (req == NULL) {
 		wt_api_set_error(comm, "%s: out of memory for a request", wt_sched_coll_name(coll));
 		return NULL;
 	}
+	req->exec = NULL;
+	req->plan = NULL;
+	req->p2p_tag = 0;
+	atomic_init(&req->done, 0);
+	req->status = WEFT_INPROGRESS;
+	req->msg[0] = '\0';
+	req->lnext = req->lprev = NULL;
+	req->linked = 0;
 	req->comm = comm;
 	req->what = wt_sched_coll_name(coll);
 	req->p2p = is_p2p(coll);
@@ -242,8 +346,8 @@ weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_
 	return WEFT_OK;
 }
 
-weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
-				void *recvbuf, int tag, weft_request_t **out)
+static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
+				void *recvbuf, int tag, int will_wait, weft_request_t **out)
 {
 	wt_api_ctx_t *ctx = comm->ctx;
 	weft_request_t *req;
@@ -288,9 +392,27 @@ weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 	}
 	wt_api_comm_link_req_locked(comm, req);
 	pthread_mutex_unlock(&ctx->lock);
-	wt_api_wake(ctx);
+	if (!will_wait)
+		wt_api_wake(ctx);
 	*out = req;
 	return WEFT_OK;
+}
+
+weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
+				void *recvbuf, int tag, weft_request_t **out)
+{
+	return coll_start(comm, args, sendbuf, recvbuf, tag, 0, out);
+}
+
+weft_status_t wt_api_coll_run(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
+			      void *recvbuf, int tag)
+{
+	weft_request_t *req;
+	weft_status_t st = coll_start(comm, args, sendbuf, recvbuf, tag, 1, &req);
+
+	if (st != WEFT_OK)
+		return st;
+	return wt_api_wait_one(&req);
 }
 
 static void req_free(weft_request_t *req)
@@ -358,40 +480,73 @@ static void caller_progress(wt_api_ctx_t *ctx, weft_request_t *req)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/* Poll for budget_us, between polls either spinning or giving the core away: with more
+ * ranks than cores the partner we wait for may be the one that needs our core, and a
+ * yield lets it answer without either of us paying a sleep and a wake-up. */
+static void wait_poll(weft_request_t *req, int budget_us, int yield)
+{
+	wt_api_ctx_t *ctx = req->comm->ctx;
+	uint64_t until;
+
+	if (budget_us <= 0 || atomic_load(&req->done))
+		return;
+	until = wt_util_time_ns() + (uint64_t)budget_us * 1000;
+	for (;;) {
+		caller_progress(ctx, req);
+		if (atomic_load(&req->done) || wt_util_time_ns() >= until)
+			return;
+		if (yield)
+			sched_yield();
+	}
+}
+
+static void done_cv_wait(wt_api_ctx_t *ctx, uint64_t step_ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(step_ns / 1000000000ull);
+	ts.tv_nsec += (long)(step_ns % 1000000000ull);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&ctx->done_cv, &ctx->lock, &ts);
+}
+
+/* Sleep until the request is done. One waiter at a time drives the channel and sleeps on
+ * the links' fds itself; the others sleep on done_cv, which every completion broadcasts,
+ * and one of them takes over when the driver leaves. Every sleep is bounded, so the
+ * deadline is checked even if no one signals. */
 static void wait_slow(weft_request_t *req)
 {
 	wt_api_ctx_t *ctx = req->comm->ctx;
+	int drove = 0;
 
 	pthread_mutex_lock(&ctx->lock);
 	while (!atomic_load(&req->done)) {
 		uint64_t now = wt_util_time_ns();
-		if (now >= req->deadline) {
+		uint64_t step = req->deadline > now ? req->deadline - now : 0;
+
+		if (step == 0) {
 			req_timeout_locked(req);
 			continue;
 		}
-		if (ctx->thread_started) {
-			uint64_t until = req->deadline;
-			struct timespec ts;
-			/* Bounded sleep so the deadline is checked even if no one signals. */
-			clock_gettime(CLOCK_REALTIME, &ts);
-			uint64_t step = until - now < 200000000ull ? until - now : 200000000ull;
-			ts.tv_sec += (time_t)(step / 1000000000ull);
-			ts.tv_nsec += (long)(step % 1000000000ull);
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&ctx->done_cv, &ctx->lock, &ts);
-		} else {
-			/* No progress thread: drive progress here, sleeping on the fds. */
-			int n = wt_api_progress_locked(ctx);
-			if (n == 0 && !atomic_load(&req->done)) {
-				pthread_mutex_unlock(&ctx->lock);
-				wt_api_sleep_fds(ctx, 10);
-				pthread_mutex_lock(&ctx->lock);
-			}
+		if (step > 100000000ull)
+			step = 100000000ull;
+		if (ctx->driver) {
+			done_cv_wait(ctx, step);
+			continue;
 		}
+		ctx->driver = 1;
+		drove = 1;
+		if (wt_api_progress_locked(ctx) == 0 && !atomic_load(&req->done))
+			wt_api_sleep_fds_locked(ctx, (int)((step + 999999) / 1000000));
+		ctx->driver = 0;
 	}
+	/* Hand the channel to another waiter, if there is one. */
+	if (drove && atomic_load(&ctx->waiters) > 1)
+		pthread_cond_broadcast(&ctx->done_cv);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -400,15 +555,15 @@ weft_status_t wt_api_wait_one(weft_request_t **reqp)
 	weft_request_t *req = *reqp;
 	wt_api_ctx_t *ctx = req->comm->ctx;
 
-	if (!atomic_load(&req->done) && !ctx->oversubscribed && ctx->cfg.spin_us > 0) {
-		uint64_t until = wt_util_time_ns() + (uint64_t)ctx->cfg.spin_us * 1000;
-		atomic_fetch_add(&ctx->spinning, 1);
-		while (!atomic_load(&req->done) && wt_util_time_ns() < until)
-			caller_progress(ctx, req);
-		atomic_fetch_sub(&ctx->spinning, 1);
+	if (!atomic_load(&req->done)) {
+		wt_api_waiter_enter(ctx);
+		if (!ctx->oversubscribed)
+			wait_poll(req, ctx->cfg.spin_us, 0);
+		wait_poll(req, ctx->cfg.yield_us, 1);
+		if (!atomic_load(&req->done))
+			wait_slow(req);
+		wt_api_waiter_exit(ctx);
 	}
-	if (!atomic_load(&req->done))
-		wait_slow(req);
 	return req_finish(reqp);
 }
 

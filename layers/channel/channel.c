@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "layers/channel/channel.h"
 #include "layers/channel/wire.h"
 #include "lib/util/dtype.h"
+#include "lib/util/env.h"
 #include "lib/util/log.h"
 #include "lib/util/time.h"
 
@@ -18,6 +20,10 @@
 #define WT_CHAN_POLL_ROUNDS 4
 #define WT_CHAN_FRAME_IOV 8
 #define WT_CHAN_GET_CHUNK (256 * 1024)
+/* With more local ranks than cores, messages from this size on are still streamed. */
+#define WT_CHAN_STREAM_MIN ((uint64_t)4 << 20)
+/* ... and so are messages with at least this many more receives posted behind them. */
+#define WT_CHAN_STREAM_DEPTH 8
 #define WT_CHAN_MSG_LEN 192
 #define WT_CHAN_SEND_IOV 4
 /* Heartbeat bookkeeping runs at most this often, however often progress is called. */
@@ -32,6 +38,7 @@
 enum { L_NONE, L_POSTED, L_START, L_CQ, L_RUN, L_FREE };
 enum { OP_SEND = 1, OP_RECV = 2 };
 enum { SL_FREE, SL_SEND, SL_ZOMBIE, SL_RECV, SL_DISCARD };
+enum { RNDV_STREAM = 0, RNDV_GET = 1, RNDV_AUTO = 2 };
 
 struct wt_chan_op {
 	wt_chan_op_t *lprev, *lnext; /* posted queue, start list or completion lists */
@@ -133,6 +140,7 @@ struct peer {
 	uint64_t linked_at; /* coarse ns of wt_chan_set_link */
 	uint64_t last_rx;   /* coarse ns of its last frame (or grace end - timeout) */
 	uint64_t last_tx;   /* coarse ns the link last took a frame for it */
+	int posted;	    /* our receives from it waiting for a message */
 };
 
 struct wt_chan {
@@ -167,6 +175,9 @@ struct wt_chan {
 	uint64_t now;	    /* coarse clock, refreshed by every progress call */
 	uint64_t last_tick; /* when heartbeat bookkeeping last ran */
 	int greet;	    /* a peer was routed: greet it at the next progress call */
+	int get_peers;	    /* peers routed over a link that can get (the local ranks but us) */
+	long ncpu;	    /* online CPUs, for the rendezvous policy */
+	int rndv_get;	    /* WEFT_RNDV_GET: RNDV_AUTO, or 0 / 1 forced */
 	uint64_t hb_sent, hb_recv;
 };
 
@@ -790,6 +801,7 @@ static void fail_peer_ops(wt_chan_t *ch, int pi)
 			struct mentry *e = op->ment;
 
 			olist_remove(&e->recvs, op);
+			ch->peers[op->peer].posted--;
 			ment_release(ch, e);
 		} else if (op->list == L_START) {
 			olist_remove(&ch->start, op);
@@ -955,15 +967,36 @@ static weft_status_t rndv_get(wt_chan_t *ch, wt_chan_op_t *op, int *committed)
 	return WEFT_OK;
 }
 
-/* A receive matched an RTS: fetch the data with a get where possible, else ask the
- * sender to stream it. */
+/* Get or stream? A get (CMA) is one copy, but the kernel pins the sender's pages one by one
+ * and copies at a third to a half of memcpy speed. Streaming costs two user-space copies (into
+ * the ring, out of it or reduced straight from it), done by sender and receiver at once on
+ * two cores and through cache, so it moves large messages 2-3 times faster while every local
+ * rank has a core. With more local ranks than cores the sender is often not running when
+ * the receiver asks: for a message of a few hundred KiB the one-sided get, which needs nobody
+ * else, wins; from WT_CHAN_STREAM_MIN on, or in a deep pipeline of segments (many receives
+ * from that peer posted), the ring's pipeline still comes out ahead (4 ranks on 2 cores, 64 MiB
+ * allreduce: 33 ms streamed, 50 ms by get). WEFT_RNDV_GET forces either. */
+static int rndv_use_get(const wt_chan_t *ch, const wt_chan_op_t *op, const wt_link_ops_t *ops)
+{
+	if (!op->has_addr || !(ops->caps & WT_LINK_CAP_GET) || ops->get == NULL)
+		return 0;
+	if (ch->rndv_get != RNDV_AUTO)
+		return ch->rndv_get;
+	if (ch->ncpu > 0 && ch->get_peers + 1 <= ch->ncpu)
+		return 0;
+	return op->msg_len < WT_CHAN_STREAM_MIN &&
+	       ch->peers[op->peer].posted < WT_CHAN_STREAM_DEPTH;
+}
+
+/* A receive matched an RTS: fetch the data with a get where that is faster (see above),
+ * else ask the sender to stream it. */
 static void rndv_start(wt_chan_t *ch, wt_chan_op_t *op)
 {
 	int pi = op->peer;
 	struct peer *p = &ch->peers[pi];
 	const wt_link_ops_t *ops = wt_link_ops(p->link);
 
-	if (op->has_addr && (ops->caps & WT_LINK_CAP_GET) && ops->get != NULL) {
+	if (rndv_use_get(ch, op, ops)) {
 		int committed;
 		weft_status_t st = rndv_get(ch, op, &committed);
 
@@ -1027,6 +1060,7 @@ static void on_arrival(wt_chan_t *ch, int pi, const wt_chan_hdr_t *h, const void
 		wt_chan_op_t *op = e->recvs.head;
 
 		olist_remove(&e->recvs, op);
+		ch->peers[op->peer].posted--;
 		ment_release(ch, e);
 		if (h->type == WT_CHAN_FR_EAGER)
 			recv_eager(ch, op, data, n);
@@ -1665,6 +1699,7 @@ weft_status_t wt_chan_post_recv(wt_chan_t *ch, int peer, uint64_t tag, void *dst
 		} else {
 			op->ment = e;
 			olist_push(&e->recvs, op, L_POSTED);
+			ch->peers[op->peer].posted++;
 		}
 	}
 	if (opp != NULL)
@@ -1684,6 +1719,7 @@ void wt_chan_cancel(wt_chan_t *ch, wt_chan_op_t *op)
 		struct mentry *e = op->ment;
 
 		olist_remove(&e->recvs, op);
+		ch->peers[op->peer].posted--;
 		ment_release(ch, e);
 		break;
 	}
@@ -1732,6 +1768,24 @@ void wt_chan_cancel(wt_chan_t *ch, wt_chan_op_t *op)
 
 /* ---- setup, sleeping, teardown ---- */
 
+/* WEFT_RNDV_GET: "auto" (unset), or a boolean forcing one-sided reads on or off. */
+static weft_status_t rndv_policy(int *out)
+{
+	const char *v = wt_util_env_str("WEFT_RNDV_GET");
+	char err[160];
+	int b;
+
+	*out = RNDV_AUTO;
+	if (v == NULL || strcmp(v, "auto") == 0)
+		return WEFT_OK;
+	if (wt_util_env_bool("WEFT_RNDV_GET", 0, &b, err, sizeof(err)) != WEFT_OK) {
+		WT_ERROR("channel: %s (WEFT_RNDV_GET is auto, 1 or 0)", err);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	*out = b ? RNDV_GET : RNDV_STREAM;
+	return WEFT_OK;
+}
+
 weft_status_t wt_chan_create(const wt_chan_config_t *cfg, wt_chan_t **out)
 {
 	if (cfg == NULL || out == NULL || cfg->size <= 0 || cfg->rank < 0 ||
@@ -1749,10 +1803,15 @@ weft_status_t wt_chan_create(const wt_chan_config_t *cfg, wt_chan_t **out)
 			 pt, WT_CHAN_MIN_PEER_TIMEOUT, WT_CHAN_MAX_PEER_TIMEOUT);
 		return WEFT_ERR_INVALID_ARG;
 	}
+	int rndv_get;
+
+	if (rndv_policy(&rndv_get) != WEFT_OK)
+		return WEFT_ERR_INVALID_ARG;
 	wt_chan_t *ch = calloc(1, sizeof(*ch));
 
 	if (ch == NULL)
 		goto err_nomem;
+	ch->rndv_get = rndv_get;
 	ch->hb_timeout_ns = (uint64_t)(pt * 1e9 + 0.5);
 	ch->hb_interval_ns = ch->hb_timeout_ns / 4;
 	ch->now = coarse_ns();
@@ -1761,6 +1820,7 @@ weft_status_t wt_chan_create(const wt_chan_config_t *cfg, wt_chan_t **out)
 	ch->size = cfg->size;
 	ch->eager_limit = cfg->eager_limit ? cfg->eager_limit : WT_CHAN_DEFAULT_EAGER;
 	ch->bhead = -1;
+	ch->ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	ch->free_slot = UINT32_MAX;
 	ch->nbuckets = 64;
 	ch->peers = calloc((size_t)cfg->size, sizeof(*ch->peers));
@@ -1823,6 +1883,7 @@ weft_status_t wt_chan_set_link(wt_chan_t *ch, int peer, wt_link_t *link)
 		p->last_rx = ch->now + grace - ch->hb_timeout_ns;
 		p->last_tx = 0; /* greet the peer at the next progress call */
 		ch->greet = 1;
+		ch->get_peers += (wt_link_ops(link)->caps & WT_LINK_CAP_GET) != 0;
 	}
 	p->link = link;
 	p->eager = ch->eager_limit;

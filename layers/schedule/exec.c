@@ -40,9 +40,9 @@ struct wt_sched_exec {
 	int running;
 
 	weft_status_t err, status;
-	char errmsg[WT_SCHED_EXEC_ERR_LEN];
 	wt_sched_exec_done_fn_t done;
 	void *done_arg;
+	char errmsg[WT_SCHED_EXEC_ERR_LEN]; /* last: start leaves it uninitialised but [0] */
 };
 
 static void exec_set_error(wt_sched_exec_t *ex, weft_status_t st, const char *fmt, ...)
@@ -253,25 +253,41 @@ static weft_status_t exec_check(const wt_sched_plan_t *p, const wt_sched_net_t *
 	return WEFT_OK;
 }
 
-static weft_status_t exec_alloc(wt_sched_exec_t *ex, size_t scratch)
+/* One block per execution (state, per-step arrays, scratch): a small collective costs one
+ * malloc, not five, and the state is not zeroed beyond what start sets. */
+static size_t align_up(size_t x, size_t a)
 {
-	size_t n = ex->nsteps ? ex->nsteps : 1;
+	return (x + a - 1) / a * a;
+}
 
-	ex->pending = malloc(n * sizeof(*ex->pending));
-	ex->ready = malloc(n * sizeof(*ex->ready));
-	ex->ops = calloc(n, sizeof(*ex->ops));
-	ex->scratch = scratch ? malloc(scratch) : NULL;
-	if (!ex->pending || !ex->ready || !ex->ops || (scratch && !ex->scratch))
-		return WEFT_ERR_NO_MEMORY;
-	return WEFT_OK;
+static wt_sched_exec_t *exec_alloc(size_t nsteps, size_t scratch)
+{
+	size_t n = nsteps ? nsteps : 1;
+	size_t off_pending = align_up(sizeof(wt_sched_exec_t), 8);
+	size_t off_ready = off_pending + n * sizeof(uint32_t);
+	size_t off_ops = align_up(off_ready + n * sizeof(uint32_t), 8);
+	size_t off_scratch = align_up(off_ops + n * sizeof(exec_op_t), 64);
+	wt_sched_exec_t *ex;
+	uint8_t *base;
+
+	if (n > (SIZE_MAX - 4096) / (2 * sizeof(uint32_t) + sizeof(exec_op_t)) ||
+	    scratch > SIZE_MAX - off_scratch)
+		return NULL;
+	base = malloc(off_scratch + scratch);
+	if (!base)
+		return NULL;
+	ex = (wt_sched_exec_t *)base;
+	memset(ex, 0, offsetof(wt_sched_exec_t, errmsg));
+	ex->errmsg[0] = '\0';
+	ex->pending = (uint32_t *)(base + off_pending);
+	ex->ready = (uint32_t *)(base + off_ready);
+	ex->ops = (exec_op_t *)(base + off_ops);
+	ex->scratch = scratch ? base + off_scratch : NULL;
+	return ex;
 }
 
 static void exec_release(wt_sched_exec_t *ex)
 {
-	free(ex->pending);
-	free(ex->ready);
-	free(ex->ops);
-	free(ex->scratch);
 	wt_sched_plan_unref(ex->plan);
 	free(ex);
 }
@@ -290,7 +306,7 @@ weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net,
 	if (st)
 		return st;
 	a = wt_sched_plan_args(p);
-	ex = calloc(1, sizeof(*ex));
+	ex = exec_alloc(wt_sched_plan_nsteps(p), wt_sched_plan_scratch_bytes(p));
 	if (!ex)
 		goto nomem;
 	wt_sched_plan_ref(p);
@@ -310,15 +326,13 @@ weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net,
 	ex->status = WEFT_INPROGRESS;
 	ex->done = done;
 	ex->done_arg = arg;
-	if (exec_alloc(ex, wt_sched_plan_scratch_bytes(p))) {
-		exec_release(ex);
-		goto nomem;
-	}
 	ex->bufs[WT_SCHED_BUF_SCRATCH] = ex->scratch;
 	for (size_t i = 0; i < ex->nsteps; i++) {
 		ex->pending[i] = wt_sched_plan_step(p, i)->ndeps;
 		ex->ops[i].ex = ex;
 		ex->ops[i].step = (uint32_t)i;
+		ex->ops[i].state = OP_IDLE;
+		ex->ops[i].handle = NULL;
 		if (!ex->pending[i])
 			ex->ready[ex->rtail++] = (uint32_t)i;
 	}

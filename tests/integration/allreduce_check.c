@@ -13,13 +13,9 @@
 #include <unistd.h>
 #include <weft/weft.h>
 
-static int g_rank, g_size, g_fail;
+#include "tests/integration/common/testvals.h"
 
-static size_t dt_size(weft_dtype_t dt)
-{
-	static const size_t s[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-	return s[dt];
-}
+static int g_rank, g_size, g_fail;
 
 static const char *dt_name(weft_dtype_t dt)
 {
@@ -34,176 +30,27 @@ static const char *op_name(weft_op_t op)
 	return n[op];
 }
 
-/* Exact half / bfloat16 encodings of the small integers this test uses. */
-static uint16_t half_of(double v)
-{
-	/* Only integers with |v| < 2048 (exact in half) are ever encoded. */
-	uint16_t sign = v < 0 ? 0x8000 : 0;
-	double a = fabs(v);
-	int e = 0;
-
-	if (a == 0)
-		return sign;
-	while (a >= 2.0) {
-		a /= 2.0;
-		e++;
-	}
-	while (a < 1.0) {
-		a *= 2.0;
-		e--;
-	}
-	return (uint16_t)(sign | (uint16_t)((e + 15) << 10) |
-			  (uint16_t)llround((a - 1.0) * 1024.0));
-}
-
-static double half_val(uint16_t h)
-{
-	int e = (h >> 10) & 0x1f;
-	double m = (double)(h & 0x3ff);
-	double v;
-
-	if (e == 0)
-		v = ldexp(m, -24);
-	else
-		v = ldexp(1.0 + m / 1024.0, e - 15);
-	return (h & 0x8000) ? -v : v;
-}
-
-static uint16_t bf16_of(double v)
-{
-	float f = (float)v;
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	return (uint16_t)(u >> 16); /* small integers are exact: no rounding needed */
-}
-
-static double bf16_val(uint16_t b)
-{
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static int is_int(weft_dtype_t dt)
-{
-	return dt <= WEFT_UINT64;
-}
-
 /* Inputs chosen so that every order of evaluation is exact. */
 static double input(weft_op_t op, weft_dtype_t dt, int rank, size_t i)
 {
-	int uns = dt == WEFT_UINT8 || dt == WEFT_UINT32 || dt == WEFT_UINT64;
-	size_t k = i * 31 + (size_t)rank * 17;
+	if (op == WEFT_AVG && !tv_is_int(dt)) {
+		/* Offsets that cancel across ranks keep the mean exact in every type. */
+		int d = (g_size % 2 == 1 && rank == g_size - 1) ? 0 : (rank % 2 ? -1 : 1);
 
-	switch (op) {
-	case WEFT_PROD:
-		if ((i + (size_t)rank) % 5 == 0)
-			return 2;
-		return (!uns && k % 3 == 0) ? -1 : 1;
-	case WEFT_MIN:
-	case WEFT_MAX:
-		return uns ? (double)(k % 100) : (double)((int)(k % 200) - 100);
-	case WEFT_AVG:
-		if (!is_int(dt)) {
-			/* Offsets that cancel across ranks keep the mean exact in every type. */
-			int d = (g_size % 2 == 1 && rank == g_size - 1) ? 0 : (rank % 2 ? -1 : 1);
-			return (double)((int)(i % 7) - 3) + d;
-		}
-		return uns ? (double)(k % 7) : (double)((int)(k % 7) - 3);
-	default:
-		return uns ? (double)(k % 7) : (double)((int)(k % 7) - 3);
+		return (double)((int)(i % 7) - 3) + d;
 	}
-}
-
-static void put(void *buf, weft_dtype_t dt, size_t i, double v)
-{
-	switch (dt) {
-	case WEFT_INT8:
-		((int8_t *)buf)[i] = (int8_t)v;
-		break;
-	case WEFT_UINT8:
-		((uint8_t *)buf)[i] = (uint8_t)v;
-		break;
-	case WEFT_INT32:
-		((int32_t *)buf)[i] = (int32_t)v;
-		break;
-	case WEFT_UINT32:
-		((uint32_t *)buf)[i] = (uint32_t)v;
-		break;
-	case WEFT_INT64:
-		((int64_t *)buf)[i] = (int64_t)v;
-		break;
-	case WEFT_UINT64:
-		((uint64_t *)buf)[i] = (uint64_t)v;
-		break;
-	case WEFT_FLOAT16:
-		((uint16_t *)buf)[i] = half_of(v);
-		break;
-	case WEFT_BFLOAT16:
-		((uint16_t *)buf)[i] = bf16_of(v);
-		break;
-	case WEFT_FLOAT32:
-		((float *)buf)[i] = (float)v;
-		break;
-	default:
-		((double *)buf)[i] = v;
-		break;
-	}
-}
-
-static double get(const void *buf, weft_dtype_t dt, size_t i)
-{
-	switch (dt) {
-	case WEFT_INT8:
-		return ((const int8_t *)buf)[i];
-	case WEFT_UINT8:
-		return ((const uint8_t *)buf)[i];
-	case WEFT_INT32:
-		return ((const int32_t *)buf)[i];
-	case WEFT_UINT32:
-		return ((const uint32_t *)buf)[i];
-	case WEFT_INT64:
-		return (double)((const int64_t *)buf)[i];
-	case WEFT_UINT64:
-		return (double)((const uint64_t *)buf)[i];
-	case WEFT_FLOAT16:
-		return half_val(((const uint16_t *)buf)[i]);
-	case WEFT_BFLOAT16:
-		return bf16_val(((const uint16_t *)buf)[i]);
-	case WEFT_FLOAT32:
-		return ((const float *)buf)[i];
-	default:
-		return ((const double *)buf)[i];
-	}
+	return tv_exact(op, dt, rank, i, i * 31 + (size_t)rank * 17);
 }
 
 static double expected(weft_op_t op, weft_dtype_t dt, size_t i)
 {
 	double acc = input(op, dt, 0, i);
 
-	for (int r = 1; r < g_size; r++) {
-		double v = input(op, dt, r, i);
-		switch (op) {
-		case WEFT_PROD:
-			acc *= v;
-			break;
-		case WEFT_MIN:
-			acc = v < acc ? v : acc;
-			break;
-		case WEFT_MAX:
-			acc = v > acc ? v : acc;
-			break;
-		default:
-			acc += v;
-			break;
-		}
-	}
+	for (int r = 1; r < g_size; r++)
+		acc = tv_combine(op, acc, input(op, dt, r, i));
 	if (op == WEFT_AVG) {
 		/* Integers truncate toward zero; float inputs make the mean exact. */
-		acc = is_int(dt) ? trunc(acc / g_size) : acc / g_size;
+		acc = tv_is_int(dt) ? trunc(acc / g_size) : acc / g_size;
 	}
 	return acc;
 }
@@ -213,8 +60,8 @@ static double wrap(weft_dtype_t dt, double v)
 {
 	char tmp[8];
 
-	put(tmp, dt, 0, v);
-	return get(tmp, dt, 0);
+	tv_put(tmp, dt, 0, v);
+	return tv_get(tmp, dt, 0);
 }
 
 static volatile double g_sink;
@@ -237,7 +84,7 @@ static void compute(int ms)
 static void one(weft_comm_t *comm, size_t count, weft_dtype_t dt, weft_op_t op, int in_place,
 		int async)
 {
-	size_t es = dt_size(dt);
+	size_t es = tv_dt_size(dt);
 	unsigned char *send = malloc(count * es + 8);
 	unsigned char *recv = malloc(count * es + 8);
 	weft_request_t *req = NULL;
@@ -252,8 +99,8 @@ static void one(weft_comm_t *comm, size_t count, weft_dtype_t dt, weft_op_t op, 
 		return;
 	}
 	for (size_t i = 0; i < count; i++) {
-		put(send, dt, i, input(op, dt, g_rank, i));
-		put(recv, dt, i, 99); /* must be overwritten */
+		tv_put(send, dt, i, input(op, dt, g_rank, i));
+		tv_put(recv, dt, i, 99); /* must be overwritten */
 	}
 	if (in_place)
 		memcpy(recv, send, count * es);
@@ -276,7 +123,7 @@ static void one(weft_comm_t *comm, size_t count, weft_dtype_t dt, weft_op_t op, 
 	} else {
 		for (size_t i = 0; i < count; i++) {
 			double want = wrap(dt, expected(op, dt, i));
-			if (get(recv, dt, i) != want) {
+			if (tv_get(recv, dt, i) != want) {
 				if (bad++ == 0)
 					first_bad = i;
 			}
@@ -287,8 +134,8 @@ static void one(weft_comm_t *comm, size_t count, weft_dtype_t dt, weft_op_t op, 
 			    "rank %d: allreduce %s %s count %zu %s %s: %zu wrong, first at %zu: "
 			    "got %g want %g\n",
 			    g_rank, dt_name(dt), op_name(op), count, in_place ? "in-place" : "out",
-			    async ? "async" : "blocking", bad, first_bad, get(recv, dt, first_bad),
-			    wrap(dt, expected(op, dt, first_bad)));
+			    async ? "async" : "blocking", bad, first_bad,
+			    tv_get(recv, dt, first_bad), wrap(dt, expected(op, dt, first_bad)));
 			g_fail++;
 		}
 	}

@@ -23,6 +23,7 @@ struct opts {
 	weft_dtype_t dtype;
 	int op;
 	const char *json, *csv, *svg;
+	int corrupt_rank; /* WEFT_PERF_CORRUPT (tests only); -1: none */
 };
 
 /* One collective at one size: the buffers of every in-flight slot and how to post it. */
@@ -68,6 +69,8 @@ static void usage(FILE *f, const char *prog)
 	    "      --csv FILE         write the rows as CSV (header line, one line per row)\n"
 	    "      --plot FILE.svg    draw busbw and latency against size (SVG)\n"
 	    "  -h, --help             this help\n"
+	    "Environment: WEFT_PERF_CORRUPT=R (tests only) makes rank R change one element of\n"
+	    "its result before each check, so the run must report #wrong > 0 and exit 1.\n"
 	    "Size is nccl-tests' size: the whole buffer for allgather, reduce_scatter, alltoall,\n"
 	    "gather and scatter (count = size / element / ranks). Time is the largest of the\n"
 	    "ranks' average times; busbw uses nccl-tests' factors.\n",
@@ -238,6 +241,19 @@ static int parse_opt(int c, const char *arg, const char *prog, struct opts *o)
 	}
 }
 
+/* The test-only fault hook: a rank number, checked against the world size after start-up. */
+static int parse_corrupt(const char *prog, struct opts *o)
+{
+	const char *v = getenv("WEFT_PERF_CORRUPT");
+
+	o->corrupt_rank = -1;
+	if (v == NULL || *v == '\0')
+		return -1;
+	if (!parse_int(v, 0, 1 << 30, &o->corrupt_rank))
+		return bad(prog, "bad WEFT_PERF_CORRUPT '%s' (a rank number)", v);
+	return -1;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	const char *prog = argv[0];
@@ -268,7 +284,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		return bad(prog, "%s", "-b is larger than -e");
 	if (o->factor < 2 && o->step_bytes == 0)
 		return bad(prog, "%s", "-f 1 needs -i STEP_BYTES > 0");
-	return -1;
+	return parse_corrupt(prog, o);
 }
 
 static bool next_size(const struct opts *o, size_t *s)
@@ -485,6 +501,17 @@ static long long count_wrong(const struct run *r)
 	return wrong;
 }
 
+/* WEFT_PERF_CORRUPT: proves in tests that a wrong element is caught. One element in the
+ * middle of the first result buffer becomes expected + 1, wrong in every dtype. */
+static void corrupt(struct run *r, const struct opts *o)
+{
+	size_t i = r->recv_elems / 2;
+
+	if (o->corrupt_rank != r->rank || r->recv_elems == 0 || r->recv[0] == NULL)
+		return;
+	perf_store(r->recv[0], i, r->dtype, expected(r, i) + 1);
+}
+
 static int fail(struct run *r, weft_status_t st, const char *what)
 {
 	fprintf(stderr, "weft-perf: rank %d: %s of %s (%zu x %s) failed: %s: %s\n", r->rank, what,
@@ -535,6 +562,7 @@ static int measure(struct run *r, const struct opts *o, struct perf_row *row)
 	row->wrong = -1;
 	if (!o->check)
 		return 0;
+	corrupt(r, o);
 	wrong = count_wrong(r);
 	st = weft_allreduce(&wrong, &total, 1, WEFT_INT64, WEFT_SUM, r->comm, NULL);
 	if (st != WEFT_OK)
@@ -845,6 +873,13 @@ int main(int argc, char **argv)
 		if (s.rank == 0)
 			fprintf(stderr, "weft-perf: root %d is not a rank (world of %d)\n", o.root,
 				s.n);
+		weft_comm_destroy(comm);
+		return 2;
+	}
+	if (o.corrupt_rank >= s.n) {
+		if (s.rank == 0)
+			fprintf(stderr, "weft-perf: WEFT_PERF_CORRUPT=%d is not a rank (of %d)\n",
+				o.corrupt_rank, s.n);
 		weft_comm_destroy(comm);
 		return 2;
 	}

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <weft/weft.h>
 
+#include "tests/integration/common/testvals.h"
+
 #define GUARD 64 /* bytes past every buffer that no call may touch */
 
 static weft_comm_t *g_comm;
@@ -39,12 +41,6 @@ static void fail(const char *fmt, ...)
 static int section(const char *name)
 {
 	return g_only == NULL || strcmp(g_only, name) == 0;
-}
-
-static size_t dt_size(weft_dtype_t dt)
-{
-	static const size_t s[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-	return s[dt];
 }
 
 static const char *mode_name(int mode)
@@ -153,103 +149,21 @@ static void check_guard(const uint8_t *b, size_t bytes, const char *what)
 	}
 }
 
-static int is_uns(weft_dtype_t dt)
-{
-	return dt == WEFT_UINT8 || dt == WEFT_UINT32 || dt == WEFT_UINT64;
-}
-
 /* Inputs whose reduction is exact in every order. */
 static double val(weft_op_t op, weft_dtype_t dt, int rank, size_t i)
 {
-	size_t k = i * 31 + (size_t)rank * 17 + (size_t)g_salt;
-
-	switch (op) {
-	case WEFT_PROD:
-		if ((i + (size_t)rank) % 5 == 0)
-			return 2;
-		return (!is_uns(dt) && k % 3 == 0) ? -1 : 1;
-	case WEFT_MIN:
-	case WEFT_MAX:
-		return is_uns(dt) ? (double)(k % 100) : (double)((int)(k % 200) - 100);
-	default:
-		return is_uns(dt) ? (double)(k % 7) : (double)((int)(k % 7) - 3);
-	}
+	return tv_exact(op, dt, rank, i, i * 31 + (size_t)rank * 17 + (size_t)g_salt);
 }
 
 static double reduced(weft_op_t op, weft_dtype_t dt, size_t i)
 {
 	double acc = val(op, dt, 0, i);
 
-	for (int r = 1; r < g_size; r++) {
-		double v = val(op, dt, r, i);
-		switch (op) {
-		case WEFT_PROD:
-			acc *= v;
-			break;
-		case WEFT_MIN:
-			acc = v < acc ? v : acc;
-			break;
-		case WEFT_MAX:
-			acc = v > acc ? v : acc;
-			break;
-		default:
-			acc += v;
-		}
-	}
+	for (int r = 1; r < g_size; r++)
+		acc = tv_combine(op, acc, val(op, dt, r, i));
 	if (op == WEFT_AVG)
 		acc = dt == WEFT_FLOAT64 ? acc / g_size : trunc(acc / g_size);
 	return acc;
-}
-
-static void put(void *buf, weft_dtype_t dt, size_t i, double v)
-{
-	switch (dt) {
-	case WEFT_INT8:
-		((int8_t *)buf)[i] = (int8_t)v;
-		break;
-	case WEFT_UINT8:
-		((uint8_t *)buf)[i] = (uint8_t)v;
-		break;
-	case WEFT_INT32:
-		((int32_t *)buf)[i] = (int32_t)v;
-		break;
-	case WEFT_UINT32:
-		((uint32_t *)buf)[i] = (uint32_t)v;
-		break;
-	case WEFT_INT64:
-		((int64_t *)buf)[i] = (int64_t)v;
-		break;
-	case WEFT_UINT64:
-		((uint64_t *)buf)[i] = (uint64_t)v;
-		break;
-	case WEFT_FLOAT32:
-		((float *)buf)[i] = (float)v;
-		break;
-	default:
-		((double *)buf)[i] = v;
-	}
-}
-
-static double get(const void *buf, weft_dtype_t dt, size_t i)
-{
-	switch (dt) {
-	case WEFT_INT8:
-		return ((const int8_t *)buf)[i];
-	case WEFT_UINT8:
-		return ((const uint8_t *)buf)[i];
-	case WEFT_INT32:
-		return ((const int32_t *)buf)[i];
-	case WEFT_UINT32:
-		return ((const uint32_t *)buf)[i];
-	case WEFT_INT64:
-		return (double)((const int64_t *)buf)[i];
-	case WEFT_UINT64:
-		return (double)((const uint64_t *)buf)[i];
-	case WEFT_FLOAT32:
-		return ((const float *)buf)[i];
-	default:
-		return ((const double *)buf)[i];
-	}
 }
 
 /* Reduction dtype / op pairs: integer and float paths, every op. */
@@ -268,8 +182,8 @@ static int check_reduced(const void *buf, weft_dtype_t dt, weft_op_t op, size_t 
 {
 	for (size_t i = 0; i < count; i++) {
 		double want = reduced(op, dt, first + i);
-		if (get(buf, dt, i) != want) {
-			fail("%s: element %zu is %g, want %g", what, i, get(buf, dt, i), want);
+		if (tv_get(buf, dt, i) != want) {
+			fail("%s: element %zu is %g, want %g", what, i, tv_get(buf, dt, i), want);
 			return -1;
 		}
 	}
@@ -280,7 +194,7 @@ static int check_reduced(const void *buf, weft_dtype_t dt, weft_op_t op, size_t 
 
 static void t_allreduce(size_t count, weft_dtype_t dt, weft_op_t op, int mode, int inplace)
 {
-	size_t es = dt_size(dt), bytes = count * es;
+	size_t es = tv_dt_size(dt), bytes = count * es;
 	uint8_t *send = alloc_buf(bytes), *recv = alloc_buf(bytes);
 	weft_request_t *r;
 	char what[160];
@@ -289,7 +203,7 @@ static void t_allreduce(size_t count, weft_dtype_t dt, weft_op_t op, int mode, i
 	snprintf(what, sizeof(what), "allreduce count %zu dt %d op %d %s%s", count, (int)dt,
 		 (int)op, mode_name(mode), inplace ? " in-place" : "");
 	for (size_t i = 0; i < count; i++)
-		put(inplace ? recv : send, dt, i, val(op, dt, g_rank, i));
+		tv_put(inplace ? recv : send, dt, i, val(op, dt, g_rank, i));
 	st = weft_allreduce(inplace ? recv : send, recv, count, dt, op, g_comm, req_of(&r, mode));
 	if (check_st(finish(st, &r, mode), what) == 0) {
 		check_reduced(recv, dt, op, count, 0, what);
@@ -301,7 +215,7 @@ static void t_allreduce(size_t count, weft_dtype_t dt, weft_op_t op, int mode, i
 
 static void t_allgather(size_t count, weft_dtype_t dt, int mode, int inplace)
 {
-	size_t es = dt_size(dt), blk = count * es, all = blk * (size_t)g_size;
+	size_t es = tv_dt_size(dt), blk = count * es, all = blk * (size_t)g_size;
 	uint8_t *recv = alloc_buf(all),
 		*send = inplace ? recv + (size_t)g_rank * blk : alloc_buf(blk);
 	weft_request_t *r;
@@ -329,7 +243,7 @@ static void t_allgather(size_t count, weft_dtype_t dt, int mode, int inplace)
 
 static void t_reduce_scatter(size_t count, weft_dtype_t dt, weft_op_t op, int mode, int inplace)
 {
-	size_t es = dt_size(dt), n = count * (size_t)g_size;
+	size_t es = tv_dt_size(dt), n = count * (size_t)g_size;
 	uint8_t *send = alloc_buf(n * es);
 	uint8_t *recv = inplace ? send + (size_t)g_rank * count * es : alloc_buf(count * es);
 	weft_request_t *r;
@@ -339,7 +253,7 @@ static void t_reduce_scatter(size_t count, weft_dtype_t dt, weft_op_t op, int mo
 	snprintf(what, sizeof(what), "reduce_scatter count %zu dt %d op %d %s%s", count, (int)dt,
 		 (int)op, mode_name(mode), inplace ? " in-place" : "");
 	for (size_t i = 0; i < n; i++)
-		put(send, dt, i, val(op, dt, g_rank, i));
+		tv_put(send, dt, i, val(op, dt, g_rank, i));
 	st = weft_reduce_scatter(send, recv, count, dt, op, g_comm, req_of(&r, mode));
 	if (check_st(finish(st, &r, mode), what) == 0) {
 		check_reduced(recv, dt, op, count, (size_t)g_rank * count, what);
@@ -352,7 +266,7 @@ static void t_reduce_scatter(size_t count, weft_dtype_t dt, weft_op_t op, int mo
 
 static void t_broadcast(size_t count, weft_dtype_t dt, int root, int mode)
 {
-	size_t bytes = count * dt_size(dt);
+	size_t bytes = count * tv_dt_size(dt);
 	uint8_t *buf = alloc_buf(bytes);
 	weft_request_t *r;
 	char what[160];
@@ -375,7 +289,7 @@ static void t_broadcast(size_t count, weft_dtype_t dt, int root, int mode)
 
 static void t_reduce(size_t count, weft_dtype_t dt, weft_op_t op, int root, int mode, int inplace)
 {
-	size_t es = dt_size(dt), bytes = count * es;
+	size_t es = tv_dt_size(dt), bytes = count * es;
 	int is_root = g_rank == root;
 	uint8_t *recv = is_root ? alloc_buf(bytes) : NULL;
 	uint8_t *send = is_root && inplace ? recv : alloc_buf(bytes);
@@ -386,7 +300,7 @@ static void t_reduce(size_t count, weft_dtype_t dt, weft_op_t op, int root, int 
 	snprintf(what, sizeof(what), "reduce count %zu dt %d op %d root %d %s%s", count, (int)dt,
 		 (int)op, root, mode_name(mode), inplace ? " in-place" : "");
 	for (size_t i = 0; i < count; i++)
-		put(send, dt, i, val(op, dt, g_rank, i));
+		tv_put(send, dt, i, val(op, dt, g_rank, i));
 	/* Off the root recvbuf is NULL: the call must not need it. */
 	st = weft_reduce(send, recv, count, dt, op, root, g_comm, req_of(&r, mode));
 	if (check_st(finish(st, &r, mode), what) == 0 && is_root) {
@@ -400,7 +314,7 @@ static void t_reduce(size_t count, weft_dtype_t dt, weft_op_t op, int root, int 
 
 static void t_gather(size_t count, weft_dtype_t dt, int root, int mode)
 {
-	size_t blk = count * dt_size(dt), all = blk * (size_t)g_size;
+	size_t blk = count * tv_dt_size(dt), all = blk * (size_t)g_size;
 	int is_root = g_rank == root;
 	uint8_t *send = alloc_buf(blk), *recv = is_root ? alloc_buf(all) : NULL;
 	weft_request_t *r;
@@ -427,7 +341,7 @@ static void t_gather(size_t count, weft_dtype_t dt, int root, int mode)
 
 static void t_scatter(size_t count, weft_dtype_t dt, int root, int mode)
 {
-	size_t blk = count * dt_size(dt), all = blk * (size_t)g_size;
+	size_t blk = count * tv_dt_size(dt), all = blk * (size_t)g_size;
 	int is_root = g_rank == root;
 	uint8_t *send = is_root ? alloc_buf(all) : NULL, *recv = alloc_buf(blk);
 	weft_request_t *r;
@@ -452,7 +366,7 @@ static void t_scatter(size_t count, weft_dtype_t dt, int root, int mode)
 
 static void t_alltoall(size_t count, weft_dtype_t dt, int mode, int inplace)
 {
-	size_t blk = count * dt_size(dt), all = blk * (size_t)g_size;
+	size_t blk = count * tv_dt_size(dt), all = blk * (size_t)g_size;
 	uint8_t *recv = alloc_buf(all), *send = inplace ? recv : alloc_buf(all);
 	weft_request_t *r;
 	char what[160];
@@ -486,7 +400,7 @@ static size_t v_count(int i, int j, size_t scale)
 
 static void t_alltoallv(weft_dtype_t dt, size_t scale, int mode, int reversed)
 {
-	size_t es = dt_size(dt), n = (size_t)g_size;
+	size_t es = tv_dt_size(dt), n = (size_t)g_size;
 	size_t *sc = calloc(n, sizeof(size_t)), *sd = calloc(n, sizeof(size_t));
 	size_t *rc = calloc(n, sizeof(size_t)), *rd = calloc(n, sizeof(size_t));
 	size_t stot = 0, rtot = 0;

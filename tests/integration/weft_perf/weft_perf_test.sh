@@ -146,6 +146,28 @@ bad_args)
 	"$perf" -h >"$out" 2>"$err" || fail "-h exited non-zero"
 	grep -q -- '-b, --minbytes' "$out" || fail "-h does not list -b"
 	;;
+corrupt_n2)
+	# WEFT_PERF_CORRUPT=1 makes rank 1 change one element of its result before each check:
+	# every row must count exactly that one element and the run must exit 1.
+	WEFT_PERF_CORRUPT=1 timeout 25 "$weftrun" -n 2 "$perf" allreduce "${SMALL[@]}" \
+		>"$out" 2>"$err"
+	rc=$?
+	[ "$rc" -eq 1 ] || fail "allreduce with WEFT_PERF_CORRUPT=1 exited $rc, want 1"
+	[ "$(rows | wc -l)" -eq 7 ] || fail "expected 7 rows with the hook"
+	rows | awk '$10 != "1" { exit 1 }' || fail "a row's #wrong is not 1 with the hook"
+	grep -q '^# Out of bounds values : 7 FAILED$' "$out" || fail "no 'Out of bounds values : 7'"
+	# The same run without the hook is clean.
+	run 2 allreduce "${SMALL[@]}"
+	check_table 7
+	# A bad hook value is refused before the sweep, on every rank.
+	for v in x 2 -1; do
+		WEFT_PERF_CORRUPT=$v timeout 25 "$weftrun" -n 2 "$perf" allreduce -b 8 -e 8 \
+			>"$out" 2>"$err"
+		rc=$?
+		[ "$rc" -eq 2 ] || fail "WEFT_PERF_CORRUPT=$v exited $rc, want 2"
+		grep -q WEFT_PERF_CORRUPT "$err" || fail "WEFT_PERF_CORRUPT=$v: no message"
+	done
+	;;
 *)
 	echo "unknown case $case_name" >&2
 	exit 1

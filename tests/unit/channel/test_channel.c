@@ -1,7 +1,6 @@
 /* Unit tests of the channel layer (tests/unit/channel): two channels in one process, rank
  * 0 and rank 1 of a size-2 job, joined by a real link driver (shm or tcp). */
 #include <math.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -9,25 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include "drivers/link.h"
 #include "layers/channel/channel.h"
 #include "layers/channel/wire.h"
-#include "lib/util/crypto.h"
 #include "lib/util/time.h"
+#include "tests/unit/channel/chantest.h"
 
 #define EAGER 8192
 #define MIB (1024 * 1024)
 #define WAIT_S 90.0
-
-typedef struct {
-	const char *driver;
-	const wt_link_ops_t *ops;
-	wt_link_t *link[2];
-	wt_chan_t *ch[2];
-} fab_t;
 
 typedef struct {
 	int fired;
@@ -50,108 +41,25 @@ static void on_done(void *arg, weft_status_t st, size_t bytes, const char *msg)
 		assert_null(msg);
 }
 
-static int job_counter;
-
-static void fab_open(fab_t *f, const char *driver, size_t eager_limit)
+static void fab_open(ct_fab_t *f, const char *driver, size_t eager_limit)
 {
-	char msg[256] = "";
-	char job[64];
-	uint8_t blob[2][WT_LINK_ADDR_MAX];
-	size_t blen[2];
+	const ct_opts_t o = {.job_prefix = "chant",
+			     .token = "channel-test-token",
+			     .chan = {.eager_limit = eager_limit},
+			     .wait_s = WAIT_S,
+			     .poll_ms = 2};
 
-	memset(f, 0, sizeof(*f));
-	f->driver = driver;
-	f->ops = wt_link_find(driver);
-	if (f->ops == NULL) {
-		print_message("driver %s not built\n", driver);
-		skip();
-	}
-	if (f->ops->probe(msg, sizeof(msg)) != WEFT_OK) {
-		print_message("driver %s cannot run here: %s\n", driver, msg);
-		skip();
-	}
-	snprintf(job, sizeof(job), "chant%d-%d", (int)getpid(), job_counter++);
-	for (int r = 0; r < 2; r++) {
-		wt_link_config_t cfg = {.rank = r,
-					.size = 2,
-					.job_id = job,
-					.connect_timeout = 10,
-					.bind_addr = "127.0.0.1"};
-
-		wt_util_key_from_token(&cfg.key, "channel-test-token");
-		assert_int_equal(f->ops->open(&cfg, &f->link[r]), WEFT_OK);
-		blen[r] = sizeof(blob[r]);
-		assert_int_equal(f->ops->address(f->link[r], blob[r], &blen[r]), WEFT_OK);
-	}
-	assert_int_equal(f->ops->connect(f->link[0], 1, blob[1], blen[1]), WEFT_OK);
-	assert_int_equal(f->ops->connect(f->link[1], 0, blob[0], blen[0]), WEFT_OK);
-	for (int r = 0; r < 2; r++) {
-		wt_chan_config_t cc = {.eager_limit = eager_limit, .rank = r, .size = 2};
-
-		assert_int_equal(wt_chan_create(&cc, &f->ch[r]), WEFT_OK);
-		assert_int_equal(wt_chan_set_link(f->ch[r], 1 - r, f->link[r]), WEFT_OK);
-	}
+	ct_open(f, driver, &o);
 }
 
-static void fab_close(fab_t *f)
-{
-	for (int r = 0; r < 2; r++) {
-		assert_int_equal(wt_chan_outstanding(f->ch[r]), 0);
-		wt_chan_destroy(f->ch[r]);
-	}
-	for (int r = 0; r < 2; r++)
-		f->ops->close(f->link[r]);
-}
-
-/* Progress both ends once; when idle, sleep briefly on the links' fds the way the
- * progress thread will. */
-static int pump_once(fab_t *f)
-{
-	int n = wt_chan_progress(f->ch[0]) + wt_chan_progress(f->ch[1]);
-
-	if (n > 0)
-		return n;
-	struct pollfd pfd[8];
-	int nfd = 0;
-	int busy = 0;
-
-	for (int r = 0; r < 2; r++) {
-		int fds[4];
-		int k = wt_chan_fds(f->ch[r], fds, 4);
-
-		assert_true(k >= 0 && k <= 4);
-		for (int i = 0; i < k; i++)
-			pfd[nfd++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
-		busy |= wt_chan_arm(f->ch[r]);
-	}
-	if (!busy && nfd > 0)
-		poll(pfd, (nfds_t)nfd, 2);
-	for (int r = 0; r < 2; r++)
-		wt_chan_disarm(f->ch[r]);
-	return 0;
-}
-
-/* Pump until *count reaches target; fails the test at the deadline. */
-static void pump_until(fab_t *f, const int *count, int target)
-{
-	uint64_t dl = wt_util_deadline_in(WAIT_S);
-
-	while (*count < target) {
-		pump_once(f);
-		if (wt_util_deadline_passed(dl))
-			fail_msg("%s: timed out waiting (%d of %d done)", f->driver, *count,
-				 target);
-	}
-}
-
-static void pump_rounds(fab_t *f, int rounds)
+static void pump_rounds(ct_fab_t *f, int rounds)
 {
 	for (int i = 0; i < rounds; i++)
-		pump_once(f);
+		ct_pump_once(f, 3);
 }
 
 /* Progress one end only for a while (the other stays silent). */
-static void pump_one(fab_t *f, int r, int rounds)
+static void pump_one(ct_fab_t *f, int r, int rounds)
 {
 	for (int i = 0; i < rounds; i++) {
 		if (wt_chan_progress(f->ch[r]) == 0)
@@ -186,7 +94,7 @@ static void check(const uint8_t *p, size_t n, unsigned seed)
 	free(want);
 }
 
-static void post_send1(fab_t *f, int from, uint64_t tag, const void *buf, size_t len, done_t *d,
+static void post_send1(ct_fab_t *f, int from, uint64_t tag, const void *buf, size_t len, done_t *d,
 		       wt_chan_op_t **op)
 {
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
@@ -195,7 +103,7 @@ static void post_send1(fab_t *f, int from, uint64_t tag, const void *buf, size_t
 			 WEFT_OK);
 }
 
-static void post_recv1(fab_t *f, int at, uint64_t tag, void *buf, size_t len,
+static void post_recv1(ct_fab_t *f, int at, uint64_t tag, void *buf, size_t len,
 		       const wt_chan_reduce_t *red, done_t *d, wt_chan_op_t **op)
 {
 	assert_int_equal(wt_chan_post_recv(f->ch[at], 1 - at, tag, buf, len, red, on_done, d, op),
@@ -204,7 +112,7 @@ static void post_recv1(fab_t *f, int at, uint64_t tag, void *buf, size_t len,
 
 /* One message from -> to of len bytes; recv posted first (expected) or after the send
  * has reached the peer (unexpected). */
-static void exchange(fab_t *f, int from, size_t len, int unexpected, unsigned seed)
+static void exchange(ct_fab_t *f, int from, size_t len, int unexpected, unsigned seed)
 {
 	uint8_t *src = malloc(len + 1), *dst = malloc(len + 1);
 	done_t ds = {0}, dr = {0};
@@ -222,8 +130,8 @@ static void exchange(fab_t *f, int from, size_t len, int unexpected, unsigned se
 		assert_int_equal(dr.fired, 0);
 		post_recv1(f, 1 - from, tag, dst, len, NULL, &dr, NULL);
 	}
-	pump_until(f, &dr.fired, 1);
-	pump_until(f, &ds.fired, 1);
+	ct_pump_until(f, &dr.fired, 1);
+	ct_pump_until(f, &ds.fired, 1);
 	assert_int_equal(ds.fired, 1);
 	assert_int_equal(dr.fired, 1);
 	assert_int_equal(ds.st, WEFT_OK);
@@ -241,14 +149,14 @@ static const size_t sizes[] = {0, 1, EAGER, EAGER + 1, MIB, 16 * MIB};
 
 static void run_sizes(const char *drv, int unexpected)
 {
-	fab_t f;
+	ct_fab_t f;
 
 	fab_open(&f, drv, EAGER);
 	for (size_t i = 0; i < NSIZES; i++) {
 		exchange(&f, 0, sizes[i], unexpected, (unsigned)i + 1);
 		exchange(&f, 1, sizes[i], unexpected, (unsigned)i + 100);
 	}
-	fab_close(&f);
+	ct_close(&f);
 }
 
 static void test_sizes(void **state)
@@ -264,7 +172,7 @@ static void test_unexpected(void **state)
 /* A send of several pieces: no GET possible, so it goes by CTS and data frames. */
 static void test_iov_pieces(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	size_t len = 3 * MIB + 123;
 	uint8_t *src = malloc(len), *dst = malloc(len);
 	done_t ds = {0}, dr = {0}, es = {0}, er = {0};
@@ -292,17 +200,17 @@ static void test_iov_pieces(void **state)
 	}
 	post_recv1(&f, 1, 6, edst, sizeof(edst), NULL, &er, NULL);
 	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 6, small, 10, on_done, &es, NULL), WEFT_OK);
-	pump_until(&f, &dr.fired, 1);
-	pump_until(&f, &ds.fired, 1);
-	pump_until(&f, &er.fired, 1);
-	pump_until(&f, &es.fired, 1);
+	ct_pump_until(&f, &dr.fired, 1);
+	ct_pump_until(&f, &ds.fired, 1);
+	ct_pump_until(&f, &er.fired, 1);
+	ct_pump_until(&f, &es.fired, 1);
 	assert_int_equal(dr.st, WEFT_OK);
 	assert_int_equal(ds.st, WEFT_OK);
 	assert_int_equal(er.st, WEFT_OK);
 	assert_int_equal(er.bytes, 1000);
 	assert_memory_equal(edst, src, 1000);
 	check(dst, len, 77);
-	fab_close(&f);
+	ct_close(&f);
 	free(src);
 	free(dst);
 }
@@ -310,7 +218,7 @@ static void test_iov_pieces(void **state)
 /* Several messages with one tag arrive in send order; a mix of eager and rendezvous. */
 static void test_ordering(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	enum { N = 12 };
 	size_t len[N];
 	uint8_t *src[N], *dst[N];
@@ -335,7 +243,7 @@ static void test_ordering(void **state)
 	uint64_t dl = wt_util_deadline_in(WAIT_S);
 
 	while (sends < N || recvs < N) {
-		pump_once(&f);
+		ct_pump_once(&f, 3);
 		sends = recvs = 0;
 		for (int i = 0; i < N; i++) {
 			sends += ds[i].fired;
@@ -352,13 +260,13 @@ static void test_ordering(void **state)
 		free(src[i]);
 		free(dst[i]);
 	}
-	fab_close(&f);
+	ct_close(&f);
 }
 
 /* Different tags: receives posted in another order than the sends. */
 static void test_tags_out_of_order(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	enum { N = 6 };
 	static const size_t len[N] = {10, EAGER + 100, 0, 2 * MIB, 4000, 700000};
 	static const int order[N] = {3, 5, 0, 4, 1, 2};
@@ -382,8 +290,8 @@ static void test_tags_out_of_order(void **state)
 		post_recv1(&f, 0, 1000 + (uint64_t)order[k], dst[order[k]], len[order[k]], NULL,
 			   &dr[order[k]], NULL);
 	for (int i = 0; i < N; i++) {
-		pump_until(&f, &dr[i].fired, 1);
-		pump_until(&f, &ds[i].fired, 1);
+		ct_pump_until(&f, &dr[i].fired, 1);
+		ct_pump_until(&f, &ds[i].fired, 1);
 	}
 	for (int i = 0; i < N; i++) {
 		assert_int_equal(dr[i].st, WEFT_OK);
@@ -393,12 +301,12 @@ static void test_tags_out_of_order(void **state)
 		free(src[i]);
 		free(dst[i]);
 	}
-	fab_close(&f);
+	ct_close(&f);
 }
 
 /* Receive-with-reduce, int32 SUM and float32 MAX, at eager and rendezvous sizes (one not a
  * multiple of the data-frame or get-chunk size). */
-static void reduce_one(fab_t *f, size_t count, int fl, int unexpected)
+static void reduce_one(ct_fab_t *f, size_t count, int fl, int unexpected)
 {
 	size_t len = count * 4;
 	int32_t *si = malloc(len + 4), *di = malloc(len + 4), *wi = malloc(len + 4);
@@ -426,8 +334,8 @@ static void reduce_one(fab_t *f, size_t count, int fl, int unexpected)
 		pump_rounds(f, 30);
 		post_recv1(f, 1, tag, di, len, &red, &dr, NULL);
 	}
-	pump_until(f, &dr.fired, 1);
-	pump_until(f, &ds.fired, 1);
+	ct_pump_until(f, &dr.fired, 1);
+	ct_pump_until(f, &ds.fired, 1);
 	assert_int_equal(dr.st, WEFT_OK);
 	assert_int_equal(ds.st, WEFT_OK);
 	assert_int_equal(dr.bytes, len);
@@ -439,7 +347,7 @@ static void reduce_one(fab_t *f, size_t count, int fl, int unexpected)
 
 static void test_reduce(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	static const size_t counts[] = {1, 1000, EAGER / 4, EAGER / 4 + 1, 300001, 4 * MIB / 4};
 
 	fab_open(&f, *state, EAGER);
@@ -449,12 +357,12 @@ static void test_reduce(void **state)
 			reduce_one(&f, counts[i], fl, 1);
 		}
 	}
-	fab_close(&f);
+	ct_close(&f);
 }
 
 /* A message longer than the receive fails it with MISMATCH naming both sizes; a reduce
  * receive needs exactly its length; the channel works afterwards. */
-static void mismatch_one(fab_t *f, size_t slen, size_t rlen, int reduce, int unexpected)
+static void mismatch_one(ct_fab_t *f, size_t slen, size_t rlen, int reduce, int unexpected)
 {
 	uint8_t *src = calloc(1, slen + 1), *dst = calloc(1, rlen + 1);
 	done_t ds = {0}, dr = {0};
@@ -468,8 +376,8 @@ static void mismatch_one(fab_t *f, size_t slen, size_t rlen, int reduce, int une
 		pump_rounds(f, 30);
 		post_recv1(f, 1, 9, dst, rlen, reduce ? &red : NULL, &dr, NULL);
 	}
-	pump_until(f, &dr.fired, 1);
-	pump_until(f, &ds.fired, 1);
+	ct_pump_until(f, &dr.fired, 1);
+	ct_pump_until(f, &ds.fired, 1);
 	assert_int_equal(dr.st, WEFT_ERR_MISMATCH);
 	snprintf(want, sizeof(want),
 		 "message from rank 0 is %zu bytes, receive%s posted for %zu bytes", slen,
@@ -487,7 +395,7 @@ static void mismatch_one(fab_t *f, size_t slen, size_t rlen, int reduce, int une
 
 static void test_mismatch(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 
 	fab_open(&f, *state, EAGER);
 	for (int unexp = 0; unexp < 2; unexp++) {
@@ -506,18 +414,18 @@ static void test_mismatch(void **state)
 	fill(src, sizeof(src), 3);
 	post_recv1(&f, 1, 10, dst, sizeof(dst), NULL, &dr, NULL);
 	post_send1(&f, 0, 10, src, sizeof(src), &ds, NULL);
-	pump_until(&f, &dr.fired, 1);
-	pump_until(&f, &ds.fired, 1);
+	ct_pump_until(&f, &dr.fired, 1);
+	ct_pump_until(&f, &ds.fired, 1);
 	assert_int_equal(dr.st, WEFT_OK);
 	assert_int_equal(dr.bytes, 50);
 	assert_memory_equal(dst, src, 50);
-	fab_close(&f);
+	ct_close(&f);
 }
 
 /* A cancelled receive never completes and never receives; the next one does. */
 static void test_cancel_recv(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	uint8_t *src = malloc(2 * MIB), *dst = malloc(2 * MIB), *junk = malloc(2 * MIB);
 	done_t dc = {0}, ds = {0}, dr = {0};
 	wt_chan_op_t *op = NULL;
@@ -538,8 +446,8 @@ static void test_cancel_recv(void **state)
 		post_send1(&f, 0, 3, src, len, &ds, NULL);
 		pump_rounds(&f, 10);
 		post_recv1(&f, 1, 3, dst, len, NULL, &dr, NULL);
-		pump_until(&f, &dr.fired, 1);
-		pump_until(&f, &ds.fired, 1);
+		ct_pump_until(&f, &dr.fired, 1);
+		ct_pump_until(&f, &ds.fired, 1);
 		pump_rounds(&f, 10);
 		assert_int_equal(dc.fired, 0);
 		assert_int_equal(dr.st, WEFT_OK);
@@ -555,7 +463,7 @@ static void test_cancel_recv(void **state)
 	pump_rounds(&f, 20);
 	post_recv1(&f, 1, 4, dst, 100, NULL, &dc, &op); /* matches the queued message at once */
 	wt_chan_cancel(f.ch[1], op);
-	pump_until(&f, &ds.fired, 1);
+	ct_pump_until(&f, &ds.fired, 1);
 	pump_rounds(&f, 10);
 	assert_int_equal(dc.fired, 0);
 	/* a rendezvous receive cancelled while its data streams in (two pieces, so no get):
@@ -576,7 +484,7 @@ static void test_cancel_recv(void **state)
 
 	if (cancelled)
 		wt_chan_cancel(f.ch[1], op);
-	pump_until(&f, &ds.fired, 1);
+	ct_pump_until(&f, &ds.fired, 1);
 	pump_rounds(&f, 10);
 	assert_int_equal(ds.st, WEFT_OK);
 	if (cancelled)
@@ -586,7 +494,7 @@ static void test_cancel_recv(void **state)
 	free(bsrc);
 	free(bjunk);
 	exchange(&f, 0, 2 * MIB, 0, 12);
-	fab_close(&f);
+	ct_close(&f);
 	free(src);
 	free(dst);
 	free(junk);
@@ -596,7 +504,7 @@ static void test_cancel_recv(void **state)
  * either still gets the data or fails with ABORTED, and nothing hangs. */
 static void test_cancel_send(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	uint8_t *src = malloc(MIB), *dst = malloc(MIB);
 	done_t ds = {0}, dr = {0};
 	wt_chan_op_t *op = NULL;
@@ -609,7 +517,7 @@ static void test_cancel_send(void **state)
 	pump_rounds(&f, 20);
 	wt_chan_cancel(f.ch[0], op);
 	post_recv1(&f, 1, 2, dst, MIB, NULL, &dr, NULL);
-	pump_until(&f, &dr.fired, 1);
+	ct_pump_until(&f, &dr.fired, 1);
 	assert_int_equal(dr.st, WEFT_ERR_ABORTED);
 	assert_non_null(strstr(dr.msg, "rank 0"));
 	assert_int_equal(ds.fired, 0);
@@ -621,7 +529,7 @@ static void test_cancel_send(void **state)
 	pump_rounds(&f, 20);
 	post_recv1(&f, 1, 3, dst, MIB, NULL, &dr, &op);
 	wt_chan_cancel(f.ch[1], op);
-	pump_until(&f, &ds.fired, 1);
+	ct_pump_until(&f, &ds.fired, 1);
 	assert_int_equal(ds.st, WEFT_ERR_ABORTED);
 	assert_non_null(strstr(ds.msg, "rank 1"));
 	assert_int_equal(dr.fired, 0);
@@ -642,7 +550,7 @@ static void test_cancel_send(void **state)
 
 	if (cancelled)
 		wt_chan_cancel(f.ch[0], op);
-	pump_until(&f, &dr.fired, 1);
+	ct_pump_until(&f, &dr.fired, 1);
 	pump_rounds(&f, 10);
 	if (cancelled) {
 		assert_int_equal(ds.fired, 0);
@@ -654,7 +562,7 @@ static void test_cancel_send(void **state)
 	free(bdst);
 	exchange(&f, 0, MIB, 0, 22);
 	exchange(&f, 1, MIB, 0, 23);
-	fab_close(&f);
+	ct_close(&f);
 	free(src);
 	free(dst);
 }
@@ -662,7 +570,7 @@ static void test_cancel_send(void **state)
 /* fail_peer completes every pending op with the peer, and later posts too. */
 static void test_fail_peer(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	uint8_t *buf = malloc(MIB), *rbuf = malloc(MIB);
 	done_t d[4] = {0}, late = {0};
 
@@ -688,7 +596,7 @@ static void test_fail_peer(void **state)
 	assert_int_equal(late.fired, 1);
 	assert_int_equal(late.st, WEFT_ERR_PEER_FAILED);
 	pump_rounds(&f, 10); /* rank 1 holds the unexpected RTS; nothing waits on it */
-	fab_close(&f);
+	ct_close(&f);
 
 	/* failure with frames still queued (the peer never ran) and unexpected messages */
 	enum { NQ = 3000 };
@@ -697,7 +605,7 @@ static void test_fail_peer(void **state)
 
 	fab_open(&f, *state, EAGER);
 	post_send1(&f, 1, 77, buf, 100, &du, NULL);
-	pump_until(&f, &du.fired, 1);
+	ct_pump_until(&f, &du.fired, 1);
 	pump_rounds(&f, 10); /* now unexpected at rank 0 */
 	for (int i = 0; i < NQ; i++)
 		post_send1(&f, 0, 1, buf, EAGER, &dq[i], NULL);
@@ -730,7 +638,7 @@ static void test_fail_peer(void **state)
 /* The peer's link goes away: its pending ops fail with the link's status. */
 static void test_peer_lost(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	uint8_t rb[64];
 	done_t d = {0}, late = {0};
 
@@ -761,7 +669,7 @@ static void test_peer_lost(void **state)
 /* Bad arguments are refused at post time, with no op created. */
 static void test_bad_args(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	uint8_t b[16];
 	struct iovec iov = {NULL, 4};
 	wt_chan_reduce_t red = {.enabled = 1, .dtype = WEFT_INT32, .op = WEFT_SUM};
@@ -784,13 +692,13 @@ static void test_bad_args(void **state)
 	assert_int_equal(wt_chan_outstanding(f.ch[0]), 0);
 	pump_rounds(&f, 5);
 	assert_int_equal(d.fired, 0);
-	fab_close(&f);
+	ct_close(&f);
 }
 
 /* A malformed frame fails the sending peer with PROTOCOL, never crashes. */
 static void test_bad_frame(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	uint8_t junk[WT_CHAN_HDR_LEN + 16];
 	uint8_t rb[32];
 	done_t d = {0};
@@ -813,16 +721,16 @@ static void test_bad_frame(void **state)
 	while ((st = f.ops->send(f.link[1], 0, &iov, 1, NULL)) == WT_AGAIN)
 		assert_false(wt_util_deadline_passed(dl));
 	assert_true(st == WEFT_OK || st == WEFT_INPROGRESS);
-	pump_until(&f, &d.fired, 1);
+	ct_pump_until(&f, &d.fired, 1);
 	assert_int_equal(d.st, WEFT_ERR_PROTOCOL);
 	assert_non_null(strstr(d.msg, "rank 1"));
-	fab_close(&f);
+	ct_close(&f);
 }
 
 /* Many messages both ways at once, random sizes, receives posted in shuffled order. */
 static void test_many(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	enum { N = 160 };
 	uint8_t *src[2][N], *dst[2][N];
 	size_t len[2][N];
@@ -868,12 +776,12 @@ static void test_many(void **state)
 			post_recv1(&f, 1 - r, 500 + (uint64_t)i, dst[r][i], len[r][i], NULL,
 				   &dr[r][i], NULL);
 		if (k % 16 == 0)
-			pump_once(&f);
+			ct_pump_once(&f, 3);
 	}
 	for (int r = 0; r < 2; r++) {
 		for (int i = 0; i < N; i++) {
-			pump_until(&f, &dr[r][i].fired, 1);
-			pump_until(&f, &ds[r][i].fired, 1);
+			ct_pump_until(&f, &dr[r][i].fired, 1);
+			ct_pump_until(&f, &ds[r][i].fired, 1);
 		}
 	}
 	for (int r = 0; r < 2; r++) {
@@ -887,13 +795,13 @@ static void test_many(void **state)
 			free(dst[r][i]);
 		}
 	}
-	fab_close(&f);
+	ct_close(&f);
 }
 
 /* Far more data posted than the link can hold before the peer runs at all. */
 static void test_backpressure(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	enum { NE = 2000, NR = 6 };
 	size_t rlen = 4 * MIB;
 	uint8_t *esrc = malloc((size_t)NE * EAGER), *edst = malloc((size_t)NE * EAGER);
@@ -920,7 +828,7 @@ static void test_backpressure(void **state)
 	uint64_t dl = wt_util_deadline_in(WAIT_S);
 
 	while (sent < NE + NR || recvd < NE + NR) {
-		pump_once(&f);
+		ct_pump_once(&f, 3);
 		sent = recvd = 0;
 		for (int i = 0; i < NE + NR; i++) {
 			sent += ds[i].fired;
@@ -935,7 +843,7 @@ static void test_backpressure(void **state)
 	}
 	check(edst, (size_t)NE * EAGER, 1);
 	check(rdst, NR * rlen, 2);
-	fab_close(&f);
+	ct_close(&f);
 	free(esrc);
 	free(edst);
 	free(rsrc);
@@ -946,7 +854,7 @@ static void test_backpressure(void **state)
 
 /* Callbacks may post new ops and cancel others. */
 typedef struct {
-	fab_t *f;
+	ct_fab_t *f;
 	wt_chan_op_t *victim;
 	done_t *victim_done;
 	uint8_t *buf;
@@ -968,7 +876,7 @@ static void on_chain(void *arg, weft_status_t st, size_t bytes, const char *msg)
 
 static void test_callback_reentry(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	uint8_t a[100], ra[100], b[5000], back[5000], vbuf[10];
 	done_t vdone = {0}, ds = {0}, dback = {0};
 	chain_t c = {.f = &f, .victim_done = &vdone, .buf = b};
@@ -981,15 +889,42 @@ static void test_callback_reentry(void **state)
 			 WEFT_OK);
 	post_recv1(&f, 0, 99, back, sizeof(back), NULL, &dback, NULL);
 	post_send1(&f, 0, 1, a, sizeof(a), &ds, NULL);
-	pump_until(&f, &dback.fired, 1);
-	pump_until(&f, &c.chained.fired, 1);
-	pump_until(&f, &ds.fired, 1);
+	ct_pump_until(&f, &dback.fired, 1);
+	ct_pump_until(&f, &c.chained.fired, 1);
+	ct_pump_until(&f, &ds.fired, 1);
 	assert_int_equal(c.fired, 1);
 	assert_int_equal(vdone.fired, 0);
 	assert_int_equal(dback.st, WEFT_OK);
 	assert_memory_equal(back, b, sizeof(b));
 	assert_memory_equal(ra, a, sizeof(a));
-	fab_close(&f);
+	ct_close(&f);
+}
+
+/* WEFT_RNDV_GET is validated when a channel is created: auto, a boolean, nothing else. */
+static void test_rndv_env(void **state)
+{
+	wt_chan_config_t cc = {.rank = 0, .size = 2};
+	const char *good[] = {"auto", "1", "0", "on", "no"};
+	wt_chan_t *ch = NULL;
+	const char *was = getenv("WEFT_RNDV_GET");
+	char keep[16] = "";
+
+	(void)state;
+	if (was != NULL)
+		snprintf(keep, sizeof(keep), "%s", was);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		setenv("WEFT_RNDV_GET", good[i], 1);
+		assert_int_equal(wt_chan_create(&cc, &ch), WEFT_OK);
+		wt_chan_destroy(ch);
+		ch = NULL;
+	}
+	setenv("WEFT_RNDV_GET", "sometimes", 1);
+	assert_int_equal(wt_chan_create(&cc, &ch), WEFT_ERR_INVALID_ARG);
+	assert_null(ch);
+	if (was != NULL)
+		setenv("WEFT_RNDV_GET", keep, 1);
+	else
+		unsetenv("WEFT_RNDV_GET");
 }
 
 #define DRIVER_TESTS(drv)                                                                          \
@@ -1008,16 +943,7 @@ static void test_callback_reentry(void **state)
 	    cmocka_unit_test_prestate(test_bad_frame, drv),                                        \
 	    cmocka_unit_test_prestate(test_many, drv),                                             \
 	    cmocka_unit_test_prestate(test_backpressure, drv),                                     \
-	    cmocka_unit_test_prestate(test_callback_reentry, drv)
+	    cmocka_unit_test_prestate(test_callback_reentry, drv),                                 \
+	    cmocka_unit_test_prestate(test_rndv_env, drv)
 
-int main(int argc, char **argv)
-{
-	const char *which = argc > 1 ? argv[1] : "shm";
-	static char shm[] = "shm", tcp[] = "tcp";
-	const struct CMUnitTest shm_tests[] = {DRIVER_TESTS(shm)};
-	const struct CMUnitTest tcp_tests[] = {DRIVER_TESTS(tcp)};
-
-	if (strcmp(which, "tcp") == 0)
-		return cmocka_run_group_tests_name("channel over tcp", tcp_tests, NULL, NULL);
-	return cmocka_run_group_tests_name("channel over shm", shm_tests, NULL, NULL);
-}
+CT_DRIVER_MAIN("channel")

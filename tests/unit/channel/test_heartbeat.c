@@ -1,7 +1,6 @@
 /* Unit tests of channel heartbeats and peer-failure reports (tests/unit/channel): two
  * channels in one process, ranks 0 and 1 of a size-2 job, over a real shm or tcp link. */
 #include <math.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -9,23 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include "drivers/link.h"
 #include "layers/channel/channel.h"
 #include "layers/channel/wire.h"
-#include "lib/util/crypto.h"
 #include "lib/util/time.h"
+#include "tests/unit/channel/chantest.h"
 
 #define WAIT_S 60.0
-
-typedef struct {
-	const char *driver;
-	const wt_link_ops_t *ops;
-	wt_link_t *link[2];
-	wt_chan_t *ch[2];
-} fab_t;
 
 static int seq; /* orders callbacks across ops and peer-fail reports */
 
@@ -67,113 +58,31 @@ static void on_peer_fail(void *arg, int peer, weft_status_t st, const char *why)
 	snprintf(p->why, sizeof(p->why), "%s", why);
 }
 
-static int job_counter;
-
-static void fab_open(fab_t *f, const char *driver, double peer_timeout)
+static void fab_open(ct_fab_t *f, const char *driver, double peer_timeout)
 {
-	char msg[256] = "";
-	char job[64];
-	uint8_t blob[2][WT_LINK_ADDR_MAX];
-	size_t blen[2];
+	const ct_opts_t o = {.job_prefix = "chanhb",
+			     .token = "heartbeat-test-token",
+			     .chan = {.peer_timeout = peer_timeout},
+			     .wait_s = WAIT_S,
+			     .poll_ms = 3};
 
-	memset(f, 0, sizeof(*f));
-	f->driver = driver;
-	f->ops = wt_link_find(driver);
-	if (f->ops == NULL) {
-		print_message("driver %s not built\n", driver);
-		skip();
-	}
-	if (f->ops->probe(msg, sizeof(msg)) != WEFT_OK) {
-		print_message("driver %s cannot run here: %s\n", driver, msg);
-		skip();
-	}
-	snprintf(job, sizeof(job), "chanhb%d-%d", (int)getpid(), job_counter++);
-	for (int r = 0; r < 2; r++) {
-		wt_link_config_t cfg = {.rank = r,
-					.size = 2,
-					.job_id = job,
-					.connect_timeout = 10,
-					.bind_addr = "127.0.0.1"};
-
-		wt_util_key_from_token(&cfg.key, "heartbeat-test-token");
-		assert_int_equal(f->ops->open(&cfg, &f->link[r]), WEFT_OK);
-		blen[r] = sizeof(blob[r]);
-		assert_int_equal(f->ops->address(f->link[r], blob[r], &blen[r]), WEFT_OK);
-	}
-	assert_int_equal(f->ops->connect(f->link[0], 1, blob[1], blen[1]), WEFT_OK);
-	assert_int_equal(f->ops->connect(f->link[1], 0, blob[0], blen[0]), WEFT_OK);
-	for (int r = 0; r < 2; r++) {
-		wt_chan_config_t cc = {.rank = r, .size = 2, .peer_timeout = peer_timeout};
-
-		assert_int_equal(wt_chan_create(&cc, &f->ch[r]), WEFT_OK);
-		assert_int_equal(wt_chan_set_link(f->ch[r], 1 - r, f->link[r]), WEFT_OK);
-	}
-}
-
-static void fab_close(fab_t *f)
-{
-	for (int r = 0; r < 2; r++) {
-		if (f->ch[r] != NULL) {
-			assert_int_equal(wt_chan_outstanding(f->ch[r]), 0);
-			wt_chan_destroy(f->ch[r]);
-		}
-	}
-	for (int r = 0; r < 2; r++) {
-		if (f->link[r] != NULL)
-			f->ops->close(f->link[r]);
-	}
-}
-
-/* Progress the ranks in mask once; when idle, sleep briefly on their fds as the progress
- * thread does. Returns the events progress reported. */
-static int pump_once(fab_t *f, int mask)
-{
-	int n = 0;
-
-	for (int r = 0; r < 2; r++) {
-		if (mask & (1 << r))
-			n += wt_chan_progress(f->ch[r]);
-	}
-	if (n > 0)
-		return n;
-	struct pollfd pfd[8];
-	int nfd = 0, busy = 0;
-
-	for (int r = 0; r < 2; r++) {
-		int fds[4];
-
-		if (!(mask & (1 << r)))
-			continue;
-		int k = wt_chan_fds(f->ch[r], fds, 4);
-
-		assert_true(k >= 0 && k <= 4);
-		for (int i = 0; i < k; i++)
-			pfd[nfd++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
-		busy |= wt_chan_arm(f->ch[r]);
-	}
-	if (!busy && nfd > 0)
-		poll(pfd, (nfds_t)nfd, 3);
-	for (int r = 0; r < 2; r++) {
-		if (mask & (1 << r))
-			wt_chan_disarm(f->ch[r]);
-	}
-	return 0;
+	ct_open(f, driver, &o);
 }
 
 /* Pump for secs, or until *until becomes non-zero (when until != NULL). Returns the sum
  * of what progress reported. */
-static int pump_for(fab_t *f, int mask, double secs, const int *until)
+static int pump_for(ct_fab_t *f, int mask, double secs, const int *until)
 {
 	uint64_t dl = wt_util_deadline_in(secs);
 	int work = 0;
 
 	while (!wt_util_deadline_passed(dl) && (until == NULL || *until == 0))
-		work += pump_once(f, mask);
+		work += ct_pump_once(f, mask);
 	return work;
 }
 
 /* One message from -> to, so both ends have heard each other. */
-static void exchange(fab_t *f, int from, uint64_t tag)
+static void exchange(ct_fab_t *f, int from, uint64_t tag)
 {
 	char out[32] = "ping", in[32] = "";
 	struct iovec iov = {out, sizeof(out)};
@@ -184,20 +93,14 @@ static void exchange(fab_t *f, int from, uint64_t tag)
 	    WEFT_OK);
 	assert_int_equal(wt_chan_post_send(f->ch[from], 1 - from, tag, &iov, 1, on_done, &ds, NULL),
 			 WEFT_OK);
-	uint64_t dl = wt_util_deadline_in(WAIT_S);
-
-	while (ds.fired == 0 || dr.fired == 0) {
-		pump_once(f, 3);
-		if (wt_util_deadline_passed(dl))
-			fail_msg("%s: message %llu did not arrive", f->driver,
-				 (unsigned long long)tag);
-	}
+	ct_pump_until(f, &ds.fired, 1);
+	ct_pump_until(f, &dr.fired, 1);
 	assert_int_equal(ds.st, WEFT_OK);
 	assert_int_equal(dr.st, WEFT_OK);
 	assert_string_equal(in, "ping");
 }
 
-static void hb_counts(fab_t *f, int r, uint64_t *sent, uint64_t *recv)
+static void hb_counts(ct_fab_t *f, int r, uint64_t *sent, uint64_t *recv)
 {
 	wt_chan_heartbeat_counts(f->ch[r], sent, recv);
 }
@@ -206,7 +109,7 @@ static void hb_counts(fab_t *f, int r, uint64_t *sent, uint64_t *recv)
  * not count as work; while data flows no heartbeats are needed. */
 static void test_idle_alive(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	pfail_t pf[2] = {0};
 	uint64_t s0[2], r0[2], s1[2], r1[2];
 
@@ -260,14 +163,14 @@ static void test_idle_alive(void **state)
 		assert_int_equal(pf[r].fired, 0);
 	}
 	exchange(&f, 0, 3);
-	fab_close(&f);
+	ct_close(&f);
 }
 
 /* Rank 1 stops progressing (a hung process): rank 0 declares it failed after about the
  * timeout, fails the pending receive, then reports the peer once. */
 static void test_hung_peer(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	pfail_t pf = {0};
 	done_t d = {0};
 	char buf[16];
@@ -304,13 +207,13 @@ static void test_hung_peer(void **state)
 	wt_chan_set_peer_fail_cb(f.ch[1], on_peer_fail, &pf1);
 	pump_for(&f, 2, 0.3, NULL);
 	assert_int_equal(pf1.fired, 0);
-	fab_close(&f);
+	ct_close(&f);
 }
 
 /* wt_chan_fail_peer reports from the next progress call, once, after the ops. */
 static void test_fail_peer_cb(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	pfail_t pf = {0};
 	done_t d = {0};
 	char buf[16];
@@ -342,13 +245,13 @@ static void test_fail_peer_cb(void **state)
 		assert_int_equal(sent, 0);
 		assert_int_equal(recv, 0);
 	}
-	fab_close(&f);
+	ct_close(&f);
 }
 
 /* The link loses the peer: one report with the link's status, after the pending op. */
 static void test_link_error_cb(void **state)
 {
-	fab_t f;
+	ct_fab_t f;
 	pfail_t pf = {0};
 	done_t d = {0};
 	char buf[16];
@@ -373,7 +276,7 @@ static void test_link_error_cb(void **state)
 	assert_true(d.at < pf.at);
 	pump_for(&f, 1, 0.2, NULL);
 	assert_int_equal(pf.fired, 1);
-	fab_close(&f);
+	ct_close(&f);
 }
 
 /* Timeouts the clock cannot honour are refused; the heartbeat frame is well-formed. */
@@ -410,14 +313,4 @@ static void test_config_and_wire(void **state)
 	    cmocka_unit_test_prestate(test_link_error_cb, drv),                                    \
 	    cmocka_unit_test_prestate(test_config_and_wire, drv)
 
-int main(int argc, char **argv)
-{
-	const char *which = argc > 1 ? argv[1] : "shm";
-	static char shm[] = "shm", tcp[] = "tcp";
-	const struct CMUnitTest shm_tests[] = {DRIVER_TESTS(shm)};
-	const struct CMUnitTest tcp_tests[] = {DRIVER_TESTS(tcp)};
-
-	if (strcmp(which, "tcp") == 0)
-		return cmocka_run_group_tests_name("heartbeats over tcp", tcp_tests, NULL, NULL);
-	return cmocka_run_group_tests_name("heartbeats over shm", shm_tests, NULL, NULL);
-}
+CT_DRIVER_MAIN("heartbeats")

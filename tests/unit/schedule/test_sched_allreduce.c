@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "layers/schedule/exec.h"
 #include "layers/schedule/plan.h"
 #include "lib/util/dtype.h"
+#include "tests/unit/schedule/schedtest.h"
 #include "tests/unit/schedule/simnet.h"
 
 #define MAX_RANKS 17
@@ -30,165 +30,30 @@ typedef struct {
 	int arbitrary; /* arbitrary floats (and NaNs): check only that ranks agree bitwise */
 } cfg_t;
 
-typedef struct {
-	int calls;
-	weft_status_t st;
-} done_t;
-
-static void on_done(void *arg, weft_status_t st, const char *msg)
-{
-	done_t *d = arg;
-
-	assert_non_null(msg);
-	d->calls++;
-	d->st = st;
-}
-
-static int is_unsigned(weft_dtype_t dt)
-{
-	return dt == WEFT_UINT8 || dt == WEFT_UINT32 || dt == WEFT_UINT64;
-}
-
-/* Inputs whose reduction is exact in every order: small integers for SUM / AVG, +-1
- * and a few 2s for PROD, anything representable for MIN / MAX. */
+/* Inputs whose reduction is exact in every order (see st_exact_input). */
 static int64_t input(int r, size_t i, weft_op_t op, weft_dtype_t dt)
 {
-	uint64_t h =
-	    (uint64_t)r * 0x9e3779b97f4a7c15ull ^ (uint64_t)(i + 1) * 0xbf58476d1ce4e5b9ull;
-	int64_t v;
-
-	h ^= h >> 31;
-	switch (op) {
-	case WEFT_SUM:
-	case WEFT_AVG:
-		return is_unsigned(dt) ? (int64_t)(h % 3) : (int64_t)(h % 5) - 2;
-	case WEFT_PROD:
-		if ((r * 5 + (int)(i % 7) * 3) % 7 == 0)
-			return 2;
-		return !is_unsigned(dt) && (h & 1) ? -1 : 1;
-	default:
-		v = (int64_t)(h % 201);
-		return is_unsigned(dt) ? v : v - 100;
-	}
-}
-
-static void store(void *p, weft_dtype_t dt, int64_t v)
-{
-	switch (dt) {
-	case WEFT_INT8:
-		*(int8_t *)p = (int8_t)v;
-		break;
-	case WEFT_UINT8:
-		*(uint8_t *)p = (uint8_t)v;
-		break;
-	case WEFT_INT32:
-		*(int32_t *)p = (int32_t)v;
-		break;
-	case WEFT_UINT32:
-		*(uint32_t *)p = (uint32_t)v;
-		break;
-	case WEFT_INT64:
-		*(int64_t *)p = v;
-		break;
-	case WEFT_UINT64:
-		*(uint64_t *)p = (uint64_t)v;
-		break;
-	case WEFT_FLOAT16:
-		*(uint16_t *)p = wt_util_float_to_half((float)v);
-		break;
-	case WEFT_BFLOAT16:
-		*(uint16_t *)p = wt_util_float_to_bf16((float)v);
-		break;
-	case WEFT_FLOAT32:
-		*(float *)p = (float)v;
-		break;
-	case WEFT_FLOAT64:
-		*(double *)p = (double)v;
-		break;
-	default:
-		fail_msg("dtype %d", (int)dt);
-	}
+	return st_exact_input(st_hash((uint64_t)r, i), r, i, op, dt);
 }
 
 /* Arbitrary finite floats with fractions, and for MIN / MAX some NaNs with different
  * payloads: results depend on evaluation order, so only agreement can be checked. */
-static void store_arbitrary(void *p, weft_dtype_t dt, int r, size_t i, weft_op_t op)
+static double arbitrary(int r, size_t i, weft_op_t op)
 {
-	uint64_t h = ((uint64_t)r + 1) * 0xd1b54a32d192ed03ull ^ (i + 7) * 0x94d049bb133111ebull;
-	double v;
-
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 32;
-	v = ((double)(h % 2000001) - 1000000.0) / 997.0;
-	if ((op == WEFT_MIN || op == WEFT_MAX) && h % 5 == 0)
-		v = (h & 8) ? -(double)NAN : (double)NAN;
-	switch (dt) {
-	case WEFT_FLOAT16:
-		*(uint16_t *)p = wt_util_float_to_half((float)v);
-		break;
-	case WEFT_BFLOAT16:
-		*(uint16_t *)p = wt_util_float_to_bf16((float)v);
-		break;
-	case WEFT_FLOAT32:
-		*(float *)p = (float)v;
-		break;
-	default:
-		*(double *)p = v;
-		break;
-	}
+	return st_arbitrary(st_arbitrary_hash(r, i), op);
 }
 
 static void fill_input(const cfg_t *c, uint8_t *buf, int r)
 {
-	size_t es = wt_util_dtype_size(c->dt);
-
-	for (size_t i = 0; i < c->count; i++)
-		if (c->arbitrary)
-			store_arbitrary(buf + i * es, c->dt, r, i, c->op);
-		else
-			store(buf + i * es, c->dt, input(r, i, c->op, c->dt));
-}
-
-static int is_float(weft_dtype_t dt)
-{
-	return dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16 || dt == WEFT_FLOAT32 ||
-	       dt == WEFT_FLOAT64;
+	st_fill_input(buf, c->count, c->dt, c->op, r, input, c->arbitrary ? arbitrary : NULL);
 }
 
 static void reference(const cfg_t *c, uint8_t *out)
 {
 	size_t es = wt_util_dtype_size(c->dt);
 
-	for (size_t i = 0; i < c->count; i++) {
-		int64_t acc = input(0, i, c->op, c->dt);
-
-		for (int r = 1; r < c->n; r++) {
-			int64_t v = input(r, i, c->op, c->dt);
-
-			switch (c->op) {
-			case WEFT_SUM:
-			case WEFT_AVG:
-				acc += v;
-				break;
-			case WEFT_PROD:
-				acc *= v;
-				break;
-			case WEFT_MIN:
-				acc = v < acc ? v : acc;
-				break;
-			default:
-				acc = v > acc ? v : acc;
-				break;
-			}
-		}
-		if (c->op == WEFT_AVG && !is_float(c->dt))
-			acc /= c->n; /* C division truncates toward zero, as WEFT_AVG does */
-		store(out + i * es, c->dt, acc);
-		/* Float AVG rounds once in the kernel's own arithmetic; the sum is exact. */
-		if (c->op == WEFT_AVG && is_float(c->dt))
-			wt_util_scale_div(out + i * es, 1, c->dt, c->n);
-	}
+	for (size_t i = 0; i < c->count; i++)
+		st_reduce_ref(input, c->n, i, c->op, c->dt, out + i * es);
 }
 
 static void cfg_name(const cfg_t *c, char *buf, size_t len)
@@ -198,140 +63,82 @@ static void cfg_name(const cfg_t *c, char *buf, size_t len)
 		 wt_util_op_name(c->op), c->in_place, c->seg, (unsigned long long)c->seed);
 }
 
-/* Owing must name exactly the peers of the receives the network still holds. */
-static void check_owing(simnet_t *sim, wt_sched_exec_t *ex, int rank, int n)
-{
-	int want[MAX_RANKS], got[MAX_RANKS];
-	size_t nw = simnet_live_recv_peers(sim, rank, want, MAX_RANKS);
-	size_t ng = wt_sched_exec_owing(ex, got, MAX_RANKS);
-
-	assert_int_equal(nw, ng);
-	for (size_t i = 0; i < ng; i++)
-		for (size_t j = i + 1; j < ng; j++)
-			if (got[j] < got[i]) {
-				int t = got[i];
-
-				got[i] = got[j];
-				got[j] = t;
-			}
-	for (size_t i = 0; i < ng; i++) {
-		assert_int_equal(want[i], got[i]);
-		assert_true(got[i] >= 0 && got[i] < n && got[i] != rank);
-	}
-}
-
 typedef struct {
-	uint8_t *send[MAX_RANKS], *recv[MAX_RANKS], *orig;
-	wt_sched_plan_t *plan[MAX_RANKS];
-	wt_sched_exec_t *ex[MAX_RANKS];
-	done_t done[MAX_RANKS];
+	uint8_t *send[MAX_RANKS], *recv[MAX_RANKS];
+	st_execs_t x;
 } ranks_t;
 
-static void setup_rank(const cfg_t *c, ranks_t *R, int r, const wt_sched_algo_t *algo)
+static void setup_rank(const cfg_t *c, ranks_t *R, int r, const wt_sched_algo_t *algo,
+		       const char *name)
 {
 	size_t es = wt_util_dtype_size(c->dt), bytes = c->count * es;
-	wt_sched_args_t a = {.coll = WT_COLL_ALLREDUCE,
-			     .count = c->count,
-			     .dtype = c->dt,
-			     .op = c->op,
-			     .rank = r,
-			     .size = c->n,
-			     .in_place = c->in_place,
-			     .seg_bytes = c->seg};
-	char err[256] = "";
+	wt_sched_args_t a =
+	    st_args(WT_COLL_ALLREDUCE, c->count, c->dt, c->op, r, c->n, c->in_place, c->seg);
 
-	R->send[r] = malloc(bytes + 1);
-	R->recv[r] = malloc(bytes + 1);
-	assert_non_null(R->send[r]);
-	assert_non_null(R->recv[r]);
+	R->send[r] = st_alloc(bytes + 1);
+	R->recv[r] = st_alloc(bytes + 1);
 	fill_input(c, R->send[r], r);
 	if (c->in_place)
 		memcpy(R->recv[r], R->send[r], bytes);
 	else
 		memset(R->recv[r], 0xa5, bytes);
-	if (wt_sched_plan_build(&a, algo, &R->plan[r], err, sizeof(err)))
-		fail_msg("build rank %d: %s", r, err);
-	if (algo)
-		assert_string_equal(wt_sched_plan_algo(R->plan[r]), algo->name);
+	st_build(&a, algo, name, &R->x.plan[r]);
+}
+
+/* Out of place, SEND must still hold the input. */
+static void check_send_kept(const cfg_t *c, const ranks_t *R, int r, const char *name)
+{
+	size_t bytes = c->count * wt_util_dtype_size(c->dt);
+	uint8_t *orig;
+
+	if (c->in_place)
+		return;
+	orig = st_alloc(bytes + 1);
+	fill_input(c, orig, r);
+	if (memcmp(orig, R->send[r], bytes))
+		fail_msg("%s: rank %d send buffer modified", name, r);
+	free(orig);
 }
 
 static void run_allreduce(const cfg_t *c)
 {
 	size_t es = wt_util_dtype_size(c->dt), bytes = c->count * es;
-	wt_sched_args_t a0 = {.coll = WT_COLL_ALLREDUCE,
-			      .count = c->count,
-			      .dtype = c->dt,
-			      .op = c->op,
-			      .size = c->n};
+	wt_sched_args_t a0 = st_args(WT_COLL_ALLREDUCE, c->count, c->dt, c->op, 0, c->n, 0, 0);
 	const wt_sched_algo_t *algo = c->algo ? wt_sched_algo_select(&a0, c->algo) : NULL;
 	uint64_t rng = c->seed + 1;
-	uint8_t *ref = malloc(bytes + 1);
-	simnet_t *sim = simnet_new(c->n, c->seed);
-	ranks_t R = {0};
+	uint8_t *ref = st_alloc(bytes + 1);
+	ranks_t R = {.x = {.n = c->n, .sim = simnet_new(c->n, c->seed)}};
 	int order[MAX_RANKS];
 	char name[200];
-	size_t events = 0;
 
 	cfg_name(c, name, sizeof(name));
 	assert_true(c->n <= MAX_RANKS);
-	assert_non_null(ref);
 	if (c->algo)
 		assert_non_null(algo);
 	if (!c->arbitrary)
 		reference(c, ref);
-	for (int r = 0; r < c->n; r++) {
-		setup_rank(c, &R, r, algo);
-		order[r] = r;
-	}
-	for (int i = c->n - 1; i > 0; i--) {
-		int j = (int)(simnet_rand(&rng) % (uint64_t)(i + 1)), t = order[i];
-
-		order[i] = order[j];
-		order[j] = t;
-	}
+	for (int r = 0; r < c->n; r++)
+		setup_rank(c, &R, r, algo, name);
+	st_random_order(order, c->n, &rng);
 	/* Tag base with high bits set checks that the message index stays in the low bits. */
 	for (int k = 0; k < c->n; k++) {
 		int r = order[k];
-		const void *sb = c->in_place ? R.recv[r] : R.send[r];
 
-		assert_int_equal(wt_sched_exec_start(R.plan[r], simnet_net(sim, r),
-						     (uint64_t)0xabc << WT_SCHED_TAG_MSG_BITS, sb,
-						     R.recv[r], on_done, &R.done[r], &R.ex[r]),
-				 WEFT_OK);
+		st_start(&R.x, r, (uint64_t)0xabc << WT_SCHED_TAG_MSG_BITS,
+			 c->in_place ? R.recv[r] : R.send[r], R.recv[r]);
 	}
-	while (simnet_step(sim)) {
-		if (++events % 97 == 0) {
-			int r = (int)(simnet_rand(&rng) % (uint64_t)c->n);
-
-			check_owing(sim, R.ex[r], r, c->n);
-		}
-	}
+	st_run_checked(&R.x, &rng, 97, 0);
 	if (c->arbitrary)
 		memcpy(ref, R.recv[0], bytes); /* every rank must match rank 0 */
 	for (int r = 0; r < c->n; r++) {
-		if (R.done[r].calls != 1 || R.done[r].st != WEFT_OK)
-			fail_msg("%s: rank %d done %d times, status %d (deadlock?)", name, r,
-				 R.done[r].calls, (int)wt_sched_exec_status(R.ex[r]));
-		assert_int_equal(wt_sched_exec_status(R.ex[r]), WEFT_OK);
-		assert_int_equal(simnet_live_ops(sim, r), 0);
-		for (size_t i = 0; i < bytes; i++)
-			if (R.recv[r][i] != ref[i])
-				fail_msg("%s: rank %d byte %zu (element %zu) is %#x, want %#x",
-					 name, r, i, i / es, R.recv[r][i], ref[i]);
-		if (!c->in_place) {
-			uint8_t *orig = malloc(bytes + 1);
-
-			fill_input(c, orig, r);
-			if (memcmp(orig, R.send[r], bytes))
-				fail_msg("%s: rank %d send buffer modified", name, r);
-			free(orig);
-		}
-		wt_sched_exec_free(R.ex[r]);
-		wt_sched_plan_unref(R.plan[r]);
+		st_check_done(&R.x, r, name);
+		st_check_bytes(name, r, "RECV", R.recv[r], ref, bytes, es);
+		check_send_kept(c, &R, r, name);
+		st_release(&R.x, r, 1);
 		free(R.send[r]);
 		free(R.recv[r]);
 	}
-	simnet_free(sim);
+	simnet_free(R.x.sim);
 	free(ref);
 }
 

@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "layers/schedule/exec.h"
 #include "layers/schedule/plan.h"
 #include "lib/util/dtype.h"
+#include "tests/unit/schedule/schedtest.h"
 #include "tests/unit/schedule/simnet.h"
 
 #define MAX_RANKS 33
@@ -55,112 +55,21 @@ static const weft_dtype_t dtypes[] = {WEFT_INT32,   WEFT_UINT8,	  WEFT_INT64,	WE
 				      WEFT_FLOAT64, WEFT_FLOAT16, WEFT_BFLOAT16};
 static const weft_op_t ops[] = {WEFT_SUM, WEFT_PROD, WEFT_MIN, WEFT_MAX, WEFT_AVG};
 
-typedef struct {
-	int calls;
-	weft_status_t st;
-} done_t;
-
-static void on_done(void *arg, weft_status_t st, const char *msg)
-{
-	done_t *d = arg;
-
-	assert_non_null(msg);
-	d->calls++;
-	d->st = st;
-}
-
-static int is_unsigned(weft_dtype_t dt)
-{
-	return dt == WEFT_UINT8 || dt == WEFT_UINT32 || dt == WEFT_UINT64;
-}
-
-static int is_float(weft_dtype_t dt)
-{
-	return dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16 || dt == WEFT_FLOAT32 ||
-	       dt == WEFT_FLOAT64;
-}
-
-/* Values whose reduction is exact in every order and dtype: small integers for SUM / AVG
- * (33 ranks of |v| <= 2 stay exact even in float16), +-1 and a few 2s for PROD (at most
- * 2^5 over 33 ranks), anything representable for MIN / MAX. */
+/* Values whose reduction is exact in every order and dtype (33 ranks of |v| <= 2 stay
+ * exact even in float16; see st_exact_input). */
 static int64_t input(int r, size_t i, weft_op_t op, weft_dtype_t dt)
 {
-	uint64_t h =
-	    (uint64_t)(r + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(i + 1) * 0xbf58476d1ce4e5b9ull;
-	int64_t v;
-
-	h ^= h >> 31;
-	switch (op) {
-	case WEFT_SUM:
-	case WEFT_AVG:
-		return is_unsigned(dt) ? (int64_t)(h % 3) : (int64_t)(h % 5) - 2;
-	case WEFT_PROD:
-		if ((r * 5 + (int)(i % 7) * 3) % 7 == 0)
-			return 2;
-		return !is_unsigned(dt) && (h & 1) ? -1 : 1;
-	default:
-		v = (int64_t)(h % 201);
-		return is_unsigned(dt) ? v : v - 100;
-	}
-}
-
-static void store(void *p, weft_dtype_t dt, int64_t v)
-{
-	switch (dt) {
-	case WEFT_UINT8:
-		*(uint8_t *)p = (uint8_t)v;
-		break;
-	case WEFT_INT32:
-		*(int32_t *)p = (int32_t)v;
-		break;
-	case WEFT_INT64:
-		*(int64_t *)p = v;
-		break;
-	case WEFT_FLOAT16:
-		*(uint16_t *)p = wt_util_float_to_half((float)v);
-		break;
-	case WEFT_BFLOAT16:
-		*(uint16_t *)p = wt_util_float_to_bf16((float)v);
-		break;
-	case WEFT_FLOAT32:
-		*(float *)p = (float)v;
-		break;
-	case WEFT_FLOAT64:
-		*(double *)p = (double)v;
-		break;
-	default:
-		fail_msg("dtype %d", (int)dt);
-	}
+	return st_exact_input(st_hash((uint64_t)(r + 1), i), r, i, op, dt);
 }
 
 /* Fractions that round differently in every order, and NaNs with payloads for MIN / MAX. */
-static void store_arbitrary(void *p, weft_dtype_t dt, int r, size_t i, weft_op_t op)
+static double arbitrary(int r, size_t i, weft_op_t op)
 {
-	uint64_t h = ((uint64_t)r + 1) * 0xd1b54a32d192ed03ull ^ (i + 7) * 0x94d049bb133111ebull;
-	double v;
+	double v = st_arbitrary(st_arbitrary_hash(r, i), op);
 
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 32;
-	v = ((double)(h % 2000001) - 1000000.0) / 997.0;
 	if (op == WEFT_PROD)
 		v = 1.0 + v / 4e6; /* near 1, so products neither overflow nor vanish */
-	if ((op == WEFT_MIN || op == WEFT_MAX) && h % 5 == 0)
-		v = (h & 8) ? -(double)NAN : (double)NAN;
-	switch (dt) {
-	case WEFT_FLOAT16:
-		*(uint16_t *)p = wt_util_float_to_half((float)v);
-		break;
-	case WEFT_BFLOAT16:
-		*(uint16_t *)p = wt_util_float_to_bf16((float)v);
-		break;
-	case WEFT_FLOAT32:
-		*(float *)p = (float)v;
-		break;
-	default:
-		*(double *)p = v;
-		break;
-	}
+	return v;
 }
 
 /* Elements in a rank's input: reduce-scatter contributes n blocks. */
@@ -176,42 +85,7 @@ static size_t out_elems(const cfg_t *c)
 
 static void fill_input(const cfg_t *c, uint8_t *buf, int r)
 {
-	size_t es = wt_util_dtype_size(c->dt);
-
-	for (size_t i = 0; i < in_elems(c); i++)
-		if (c->arbitrary)
-			store_arbitrary(buf + i * es, c->dt, r, i, c->op);
-		else
-			store(buf + i * es, c->dt, input(r, i, c->op, c->dt));
-}
-
-static int64_t combine(weft_op_t op, int64_t acc, int64_t v)
-{
-	switch (op) {
-	case WEFT_SUM:
-	case WEFT_AVG:
-		return acc + v;
-	case WEFT_PROD:
-		return acc * v;
-	case WEFT_MIN:
-		return v < acc ? v : acc;
-	default:
-		return v > acc ? v : acc;
-	}
-}
-
-/* Element i of the reduction over all ranks of input element idx. */
-static void reduce_ref(const cfg_t *c, size_t idx, uint8_t *out)
-{
-	int64_t acc = input(0, idx, c->op, c->dt);
-
-	for (int r = 1; r < c->n; r++)
-		acc = combine(c->op, acc, input(r, idx, c->op, c->dt));
-	if (c->op == WEFT_AVG && !is_float(c->dt))
-		acc /= c->n; /* truncation toward zero, as WEFT_AVG does on integers */
-	store(out, c->dt, acc);
-	if (c->op == WEFT_AVG && is_float(c->dt))
-		wt_util_scale_div(out, 1, c->dt, c->n); /* the exact sum, rounded once */
+	st_fill_input(buf, in_elems(c), c->dt, c->op, r, input, c->arbitrary ? arbitrary : NULL);
 }
 
 /* Rank r's expected output. */
@@ -222,14 +96,15 @@ static void reference(const cfg_t *c, int r, uint8_t *out)
 	for (size_t i = 0; i < out_elems(c); i++) {
 		switch (c->coll) {
 		case WT_COLL_ALLGATHER:
-			store(out + i * es, c->dt,
-			      input((int)(i / c->count), i % c->count, c->op, c->dt));
+			st_store(out + i * es, c->dt,
+				 input((int)(i / c->count), i % c->count, c->op, c->dt));
 			break;
 		case WT_COLL_REDUCE_SCATTER:
-			reduce_ref(c, (size_t)r * c->count + i, out + i * es);
+			st_reduce_ref(input, c->n, (size_t)r * c->count + i, c->op, c->dt,
+				      out + i * es);
 			break;
 		default:
-			reduce_ref(c, i, out + i * es);
+			st_reduce_ref(input, c->n, i, c->op, c->dt, out + i * es);
 			break;
 		}
 	}
@@ -241,23 +116,6 @@ static void cfg_name(const cfg_t *c, char *buf, size_t len)
 		 wt_sched_coll_name(c->coll), c->algo, c->n, c->count, wt_util_dtype_name(c->dt),
 		 wt_util_op_name(c->op), c->in_place, c->seg, (unsigned long long)c->seed,
 		 c->arbitrary ? " arbitrary" : "");
-}
-
-static void check_owing(simnet_t *sim, wt_sched_exec_t *ex, int rank, int n)
-{
-	int want[MAX_RANKS], got[MAX_RANKS];
-	size_t nw = simnet_live_recv_peers(sim, rank, want, MAX_RANKS);
-	size_t ng = wt_sched_exec_owing(ex, got, MAX_RANKS);
-
-	assert_int_equal(nw, ng);
-	for (size_t i = 0; i < ng; i++) {
-		int seen = 0;
-
-		assert_true(got[i] >= 0 && got[i] < n && got[i] != rank);
-		for (size_t j = 0; j < nw; j++)
-			seen |= want[j] == got[i];
-		assert_true(seen);
-	}
 }
 
 /* The buffers of one rank. In place the user has one buffer: for allgather RECV with the
@@ -273,8 +131,7 @@ static void setup_bufs(const cfg_t *c, int r, rbufs_t *b)
 	size_t block = c->count * es;
 
 	b->user_bytes = c->in_place ? (in > out ? in : out) : in + out;
-	b->user = malloc(b->user_bytes + 1);
-	assert_non_null(b->user);
+	b->user = st_alloc(b->user_bytes + 1);
 	memset(b->user, 0xa5, b->user_bytes + 1);
 	if (!c->in_place) {
 		b->send = b->user;
@@ -303,9 +160,8 @@ static void setup_bufs(const cfg_t *c, int r, rbufs_t *b)
 static void check_input_kept(const cfg_t *c, int r, const rbufs_t *b, const char *name)
 {
 	size_t es = wt_util_dtype_size(c->dt), in = in_elems(c) * es;
-	uint8_t *orig = malloc(in + 1);
+	uint8_t *orig = st_alloc(in + 1);
 
-	assert_non_null(orig);
 	fill_input(c, orig, r);
 	if (!c->in_place && memcmp(orig, b->send, in))
 		fail_msg("%s: rank %d send buffer modified", name, r);
@@ -330,23 +186,14 @@ static const wt_sched_algo_t *find(const cfg_t *c)
 static void build_plans(const cfg_t *c, wt_sched_plan_t **plans)
 {
 	const wt_sched_algo_t *algo = find(c);
+	char name[200];
 
+	cfg_name(c, name, sizeof(name));
 	for (int r = 0; r < c->n; r++) {
-		wt_sched_args_t a = {.coll = c->coll,
-				     .count = c->count,
-				     .dtype = c->dt,
-				     .op = c->op,
-				     .rank = r,
-				     .size = c->n,
-				     .in_place = c->in_place,
-				     .seg_bytes = c->seg};
-		char err[256] = "", name[200];
+		wt_sched_args_t a =
+		    st_args(c->coll, c->count, c->dt, c->op, r, c->n, c->in_place, c->seg);
 
-		if (wt_sched_plan_build(&a, algo, &plans[r], err, sizeof(err))) {
-			cfg_name(c, name, sizeof(name));
-			fail_msg("%s: build rank %d: %s", name, r, err);
-		}
-		assert_string_equal(wt_sched_plan_algo(plans[r]), algo->name);
+		st_build(&a, algo, name, &plans[r]);
 	}
 }
 
@@ -354,57 +201,34 @@ static void build_plans(const cfg_t *c, wt_sched_plan_t **plans)
 static void run_plans(const cfg_t *c, wt_sched_plan_t **plans, uint64_t seed, uint8_t **out)
 {
 	size_t es = wt_util_dtype_size(c->dt), obytes = out_elems(c) * es;
-	simnet_t *sim = simnet_new(c->n, seed);
+	st_execs_t *E = st_alloc(sizeof(*E));
 	rbufs_t b[MAX_RANKS];
-	wt_sched_exec_t *ex[MAX_RANKS];
-	done_t done[MAX_RANKS] = {{0}};
 	int order[MAX_RANKS];
 	uint64_t rng = seed + 1;
-	size_t events = 0, check_every = 97;
 	char name[200];
 
+	*E = (st_execs_t){.n = c->n, .sim = simnet_new(c->n, seed)};
 	cfg_name(c, name, sizeof(name));
-	for (int r = 0; r < c->n; r++)
-		setup_bufs(c, r, &b[r]);
-	for (int r = 0; r < c->n; r++)
-		order[r] = r;
-	for (int i = c->n - 1; i > 0; i--) {
-		int j = (int)(simnet_rand(&rng) % (uint64_t)(i + 1)), t = order[i];
-
-		order[i] = order[j];
-		order[j] = t;
-	}
-	for (int k = 0; k < c->n; k++) {
-		int r = order[k];
-
-		assert_int_equal(wt_sched_exec_start(plans[r], simnet_net(sim, r),
-						     (uint64_t)0x5a << WT_SCHED_TAG_MSG_BITS,
-						     b[r].send, b[r].recv, on_done, &done[r],
-						     &ex[r]),
-				 WEFT_OK);
-	}
-	while (simnet_step(sim)) {
-		/* Owing scans every op so far: sample it sparsely on long runs. */
-		if (++events % check_every == 0) {
-			check_every += check_every / 4;
-			int r = (int)(simnet_rand(&rng) % (uint64_t)c->n);
-
-			check_owing(sim, ex[r], r, c->n);
-		}
-	}
 	for (int r = 0; r < c->n; r++) {
-		if (done[r].calls != 1 || done[r].st != WEFT_OK)
-			fail_msg("%s: rank %d done %d times, status %d (deadlock?)", name, r,
-				 done[r].calls, (int)wt_sched_exec_status(ex[r]));
-		assert_int_equal(simnet_live_ops(sim, r), 0);
+		setup_bufs(c, r, &b[r]);
+		E->plan[r] = plans[r];
+	}
+	st_random_order(order, c->n, &rng);
+	for (int k = 0; k < c->n; k++)
+		st_start(E, order[k], (uint64_t)0x5a << WT_SCHED_TAG_MSG_BITS, b[order[k]].send,
+			 b[order[k]].recv);
+	/* Owing scans every op so far: sample it sparsely on long runs. */
+	st_run_checked(E, &rng, 97, 4);
+	for (int r = 0; r < c->n; r++) {
+		st_check_done(E, r, name);
 		check_input_kept(c, r, &b[r], name);
-		out[r] = malloc(obytes + 1);
-		assert_non_null(out[r]);
+		out[r] = st_alloc(obytes + 1);
 		memcpy(out[r], b[r].recv, obytes);
-		wt_sched_exec_free(ex[r]);
+		st_release(E, r, 0);
 		free(b[r].user);
 	}
-	simnet_free(sim);
+	simnet_free(E->sim);
+	free(E);
 }
 
 static void free_outs(int n, uint8_t **out)
@@ -416,17 +240,13 @@ static void free_outs(int n, uint8_t **out)
 static void check_exact(const cfg_t *c, uint8_t **out)
 {
 	size_t es = wt_util_dtype_size(c->dt), obytes = out_elems(c) * es;
-	uint8_t *ref = malloc(obytes + 1);
+	uint8_t *ref = st_alloc(obytes + 1);
 	char name[200];
 
-	assert_non_null(ref);
 	cfg_name(c, name, sizeof(name));
 	for (int r = 0; r < c->n; r++) {
 		reference(c, r, ref);
-		for (size_t i = 0; i < obytes; i++)
-			if (out[r][i] != ref[i])
-				fail_msg("%s: rank %d byte %zu (element %zu) is %#x, want %#x",
-					 name, r, i, i / es, out[r][i], ref[i]);
+		st_check_bytes(name, r, "RECV", out[r], ref, obytes, es);
 	}
 	free(ref);
 }

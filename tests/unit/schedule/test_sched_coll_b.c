@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "layers/schedule/exec.h"
 #include "layers/schedule/plan.h"
 #include "lib/util/dtype.h"
+#include "tests/unit/schedule/schedtest.h"
 #include "tests/unit/schedule/simnet.h"
 
 #define MAX_RANKS 33
@@ -36,28 +36,12 @@ typedef struct {
 } cfg_t;
 
 typedef struct {
-	int calls;
-	weft_status_t st;
-} done_t;
-
-typedef struct {
 	uint8_t *send[MAX_RANKS], *recv[MAX_RANKS];
 	size_t send_bytes[MAX_RANKS], recv_bytes[MAX_RANKS];
 	size_t sc[MAX_RANKS][MAX_RANKS], sdv[MAX_RANKS][MAX_RANKS];
 	size_t rc[MAX_RANKS][MAX_RANKS], rdv[MAX_RANKS][MAX_RANKS];
-	wt_sched_plan_t *plan[MAX_RANKS];
-	wt_sched_exec_t *ex[MAX_RANKS];
-	done_t done[MAX_RANKS];
+	st_execs_t x;
 } ranks_t;
-
-static void on_done(void *arg, weft_status_t st, const char *msg)
-{
-	done_t *d = arg;
-
-	assert_non_null(msg);
-	d->calls++;
-	d->st = st;
-}
 
 static uint64_t mix(uint64_t h)
 {
@@ -79,97 +63,24 @@ static uint8_t junk(int r, size_t i)
 	return pat(r + 1000, i);
 }
 
-static int is_unsigned(weft_dtype_t dt)
-{
-	return dt == WEFT_UINT8 || dt == WEFT_UINT32 || dt == WEFT_UINT64;
-}
-
-static int is_float(weft_dtype_t dt)
-{
-	return dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16 || dt == WEFT_FLOAT32 ||
-	       dt == WEFT_FLOAT64;
-}
-
-/* Reduce inputs whose result is exact in every order (see test_sched_allreduce.c). */
+/* Reduce inputs whose result is exact in every order (see st_exact_input). */
 static int64_t input(int r, size_t i, weft_op_t op, weft_dtype_t dt)
 {
 	uint64_t h = mix((uint64_t)r * 0x9e3779b97f4a7c15ull ^ (uint64_t)(i + 1) * 0x94d049bbull);
 
-	switch (op) {
-	case WEFT_SUM:
-	case WEFT_AVG:
-		return is_unsigned(dt) ? (int64_t)(h % 3) : (int64_t)(h % 5) - 2;
-	case WEFT_PROD:
-		if ((r * 5 + (int)(i % 7) * 3) % 7 == 0)
-			return 2;
-		return !is_unsigned(dt) && (h & 1) ? -1 : 1;
-	default:
-		return is_unsigned(dt) ? (int64_t)(h % 201) : (int64_t)(h % 201) - 100;
-	}
-}
-
-static void store(void *p, weft_dtype_t dt, int64_t v)
-{
-	switch (dt) {
-	case WEFT_UINT8:
-		*(uint8_t *)p = (uint8_t)v;
-		break;
-	case WEFT_INT32:
-		*(int32_t *)p = (int32_t)v;
-		break;
-	case WEFT_INT64:
-		*(int64_t *)p = v;
-		break;
-	case WEFT_FLOAT16:
-		*(uint16_t *)p = wt_util_float_to_half((float)v);
-		break;
-	case WEFT_BFLOAT16:
-		*(uint16_t *)p = wt_util_float_to_bf16((float)v);
-		break;
-	case WEFT_FLOAT32:
-		*(float *)p = (float)v;
-		break;
-	case WEFT_FLOAT64:
-		*(double *)p = (double)v;
-		break;
-	default:
-		fail_msg("dtype %d", (int)dt);
-	}
+	return st_exact_input(h, r, i, op, dt);
 }
 
 /* Order-sensitive floats (fractions, huge and tiny magnitudes, NaNs with payloads). */
-static void store_arbitrary(void *p, weft_dtype_t dt, int r, size_t i, weft_op_t op)
+static double arbitrary(int r, size_t i, weft_op_t op)
 {
-	uint64_t h = mix(((uint64_t)r + 1) * 0xd1b54a32d192ed03ull ^ (i + 7) * 0x94d049bbull);
-	double v = ((double)(h % 2000001) - 1000000.0) / 997.0;
-
-	if ((op == WEFT_MIN || op == WEFT_MAX) && h % 5 == 0)
-		v = (h & 8) ? -(double)NAN : (double)NAN;
-	switch (dt) {
-	case WEFT_FLOAT16:
-		*(uint16_t *)p = wt_util_float_to_half((float)v);
-		break;
-	case WEFT_BFLOAT16:
-		*(uint16_t *)p = wt_util_float_to_bf16((float)v);
-		break;
-	case WEFT_FLOAT32:
-		*(float *)p = (float)v;
-		break;
-	default:
-		*(double *)p = v;
-		break;
-	}
+	return st_arbitrary(
+	    mix(((uint64_t)r + 1) * 0xd1b54a32d192ed03ull ^ (i + 7) * 0x94d049bbull), op);
 }
 
 static void fill_reduce_input(const cfg_t *c, uint8_t *buf, int r)
 {
-	size_t es = wt_util_dtype_size(c->dt);
-
-	for (size_t i = 0; i < c->count; i++)
-		if (c->arbitrary)
-			store_arbitrary(buf + i * es, c->dt, r, i, c->op);
-		else
-			store(buf + i * es, c->dt, input(r, i, c->op, c->dt));
+	st_fill_input(buf, c->count, c->dt, c->op, r, input, c->arbitrary ? arbitrary : NULL);
 }
 
 /* Exact reference in 64-bit integers. */
@@ -177,27 +88,8 @@ static void reduce_reference(const cfg_t *c, uint8_t *out)
 {
 	size_t es = wt_util_dtype_size(c->dt);
 
-	for (size_t i = 0; i < c->count; i++) {
-		int64_t acc = input(0, i, c->op, c->dt);
-
-		for (int r = 1; r < c->n; r++) {
-			int64_t v = input(r, i, c->op, c->dt);
-
-			if (c->op == WEFT_SUM || c->op == WEFT_AVG)
-				acc += v;
-			else if (c->op == WEFT_PROD)
-				acc *= v;
-			else if (c->op == WEFT_MIN)
-				acc = v < acc ? v : acc;
-			else
-				acc = v > acc ? v : acc;
-		}
-		if (c->op == WEFT_AVG && !is_float(c->dt))
-			acc /= c->n;
-		store(out + i * es, c->dt, acc);
-		if (c->op == WEFT_AVG && is_float(c->dt))
-			wt_util_scale_div(out + i * es, 1, c->dt, c->n);
-	}
+	for (size_t i = 0; i < c->count; i++)
+		st_reduce_ref(input, c->n, i, c->op, c->dt, out + i * es);
 }
 
 /* The order each algorithm documents, evaluated with the library's kernel: relative rank
@@ -365,8 +257,7 @@ static void setup_rank(const cfg_t *c, ranks_t *R, int r)
 {
 	wt_sched_args_t a;
 	const wt_sched_algo_t *algo;
-	char err[256] = "", name[200];
-	weft_status_t st;
+	char name[200];
 
 	args_of(c, R, r, &a);
 	a.in_place = rank_in_place(c, r);
@@ -379,18 +270,14 @@ static void setup_rank(const cfg_t *c, ranks_t *R, int r)
 	fill_rank(c, R, r);
 	algo = wt_sched_algo_select(&a, c->algo);
 	assert_non_null(algo);
-	st = wt_sched_plan_build(&a, algo, &R->plan[r], err, sizeof(err));
-	if (st != WEFT_OK) {
-		cfg_name(c, name, sizeof(name));
-		fail_msg("%s: build rank %d: %s", name, r, err);
-	}
-	assert_string_equal(wt_sched_plan_algo(R->plan[r]), algo->name);
-	check_plan_steps(c, R->plan[r]);
+	cfg_name(c, name, sizeof(name));
+	st_build(&a, algo, name, &R->x.plan[r]);
+	check_plan_steps(c, R->x.plan[r]);
 }
 
 static const uint8_t no_send_buffer;
 
-static void start_rank(const cfg_t *c, ranks_t *R, simnet_t *sim, int r)
+static void start_rank(const cfg_t *c, ranks_t *R, int r)
 {
 	const void *sb = R->send[r];
 	void *rb = R->recv[r];
@@ -405,19 +292,7 @@ static void start_rank(const cfg_t *c, ranks_t *R, simnet_t *sim, int r)
 	 * reads none (scatter's non-roots, an alltoallv rank that sends nothing). */
 	if (!sb && !rank_in_place(c, r) && R->recv_bytes[r])
 		sb = &no_send_buffer;
-	assert_int_equal(wt_sched_exec_start(R->plan[r], simnet_net(sim, r),
-					     (uint64_t)0x5a << WT_SCHED_TAG_MSG_BITS, sb, rb,
-					     on_done, &R->done[r], &R->ex[r]),
-			 WEFT_OK);
-}
-
-static void check_bytes(const char *name, int r, const char *what, const uint8_t *got,
-			const uint8_t *want, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (got[i] != want[i])
-			fail_msg("%s: rank %d %s byte %zu is %#x, want %#x", name, r, what, i,
-				 got[i], want[i]);
+	st_start(&R->x, r, (uint64_t)0x5a << WT_SCHED_TAG_MSG_BITS, sb, rb);
 }
 
 /* Expected RECV of rank r for the data-moving collectives. */
@@ -466,16 +341,15 @@ static void expect_recv(const cfg_t *c, const ranks_t *R, int r, uint8_t *want)
 static void check_rank(const cfg_t *c, const ranks_t *R, int r, const char *name,
 		       const uint8_t *ref)
 {
-	size_t bytes = R->recv_bytes[r];
-	uint8_t *want = malloc(bytes + R->send_bytes[r] + 1);
+	size_t bytes = R->recv_bytes[r], es = wt_util_dtype_size(c->dt);
+	uint8_t *want = st_alloc(bytes + R->send_bytes[r] + 1);
 
-	assert_non_null(want);
 	if (c->coll == WT_COLL_REDUCE) {
 		if (r == c->root)
-			check_bytes(name, r, "RECV", R->recv[r], ref, bytes);
+			st_check_bytes(name, r, "RECV", R->recv[r], ref, bytes, es);
 	} else {
 		expect_recv(c, R, r, want);
-		check_bytes(name, r, "RECV", R->recv[r], want, bytes);
+		st_check_bytes(name, r, "RECV", R->recv[r], want, bytes, es);
 	}
 	/* SEND is never written. */
 	if (c->coll == WT_COLL_REDUCE)
@@ -483,7 +357,7 @@ static void check_rank(const cfg_t *c, const ranks_t *R, int r, const char *name
 	else
 		for (size_t i = 0; i < R->send_bytes[r]; i++)
 			want[i] = pat(r, i);
-	check_bytes(name, r, "SEND", R->send[r], want, R->send_bytes[r]);
+	st_check_bytes(name, r, "SEND", R->send[r], want, R->send_bytes[r], es);
 	free(want);
 }
 
@@ -492,17 +366,16 @@ static void run_coll(const cfg_t *c)
 	size_t es = wt_util_dtype_size(c->dt);
 	uint64_t rng = c->seed * 31 + 7;
 	uint8_t *ref = NULL;
-	simnet_t *sim = simnet_new(c->n, c->seed);
 	ranks_t *R = calloc(1, sizeof(*R));
 	int order[MAX_RANKS], nstart = 0;
 	char name[240];
 
 	assert_non_null(R);
+	R->x = (st_execs_t){.n = c->n, .sim = simnet_new(c->n, c->seed)};
 	assert_true(c->n >= 1 && c->n <= MAX_RANKS);
 	cfg_name(c, name, sizeof(name));
 	if (c->coll == WT_COLL_REDUCE) {
-		ref = malloc(c->count * es + 1);
-		assert_non_null(ref);
+		ref = st_alloc(c->count * es + 1);
 		if (c->arbitrary)
 			ordered_reference(c, ref);
 		else
@@ -513,42 +386,33 @@ static void run_coll(const cfg_t *c)
 		if (r != c->late)
 			order[nstart++] = r;
 	}
-	for (int i = nstart - 1; i > 0; i--) {
-		int j = (int)(simnet_rand(&rng) % (uint64_t)(i + 1)), t = order[i];
-
-		order[i] = order[j];
-		order[j] = t;
-	}
+	st_shuffle(order, nstart, &rng);
 	/* Ranks join at random moments while earlier ones make progress. */
 	for (int k = 0; k < nstart; k++) {
 		int steps = (int)(simnet_rand(&rng) % 8);
 
-		start_rank(c, R, sim, order[k]);
-		while (steps-- > 0 && simnet_step(sim))
+		start_rank(c, R, order[k]);
+		while (steps-- > 0 && simnet_step(R->x.sim))
 			;
 	}
 	if (c->late >= 0) {
-		simnet_run(sim);
+		simnet_run(R->x.sim);
 		/* Nobody may pass a barrier before the last rank arrived. */
 		for (int r = 0; r < c->n; r++)
-			if (r != c->late && R->done[r].calls)
+			if (r != c->late && R->x.done[r].calls)
 				fail_msg("%s: rank %d left the barrier before rank %d arrived",
 					 name, r, c->late);
-		start_rank(c, R, sim, c->late);
+		start_rank(c, R, c->late);
 	}
-	simnet_run(sim);
+	simnet_run(R->x.sim);
 	for (int r = 0; r < c->n; r++) {
-		if (R->done[r].calls != 1 || R->done[r].st != WEFT_OK)
-			fail_msg("%s: rank %d done %d times, status %d (deadlock?)", name, r,
-				 R->done[r].calls, (int)wt_sched_exec_status(R->ex[r]));
-		assert_int_equal(simnet_live_ops(sim, r), 0);
+		st_check_done(&R->x, r, name);
 		check_rank(c, R, r, name, ref);
-		wt_sched_exec_free(R->ex[r]);
-		wt_sched_plan_unref(R->plan[r]);
+		st_release(&R->x, r, 1);
 		free(R->send[r]);
 		free(R->recv[r]);
 	}
-	simnet_free(sim);
+	simnet_free(R->x.sim);
 	free(ref);
 	free(R);
 }
@@ -787,14 +651,7 @@ static void make_vectors(int n, uint64_t *rng, int in_place, size_t *counts, siz
 			size_t *d = dir ? rd : sd, off = (size_t)(simnet_rand(rng) % 5);
 			int perm[MAX_RANKS];
 
-			for (int j = 0; j < n; j++)
-				perm[j] = j;
-			for (int j = n - 1; j > 0; j--) {
-				int k = (int)(simnet_rand(rng) % (uint64_t)(j + 1)), t = perm[j];
-
-				perm[j] = perm[k];
-				perm[k] = t;
-			}
+			st_random_order(perm, n, rng);
 			for (int k = 0; k < n; k++) {
 				int j = perm[k];
 				/* Send parts of rank i: counts[i][j]; receive parts: counts[j][i].

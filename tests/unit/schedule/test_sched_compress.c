@@ -14,6 +14,7 @@
 #include "layers/schedule/exec.h"
 #include "layers/schedule/plan.h"
 #include "lib/util/dtype.h"
+#include "tests/unit/schedule/schedtest.h"
 #include "tests/unit/schedule/simnet.h"
 
 #define MAX_RANKS 17
@@ -32,20 +33,6 @@ typedef struct {
 	uint64_t seed;
 	input_t in;
 } cfg_t;
-
-typedef struct {
-	int calls;
-	weft_status_t st;
-} done_t;
-
-static void on_done(void *arg, weft_status_t st, const char *msg)
-{
-	done_t *d = arg;
-
-	assert_non_null(msg);
-	d->calls++;
-	d->st = st;
-}
 
 static uint64_t mix(int r, size_t i, uint64_t seed)
 {
@@ -174,43 +161,33 @@ static float exact_result(const cfg_t *c, size_t i)
 
 typedef struct {
 	float *send[MAX_RANKS], *recv[MAX_RANKS];
-	wt_sched_plan_t *plan[MAX_RANKS];
-	wt_sched_exec_t *ex[MAX_RANKS];
-	done_t done[MAX_RANKS];
+	st_execs_t x;
 } ranks_t;
 
 static wt_sched_args_t cfg_args(const cfg_t *c, int r)
 {
-	wt_sched_args_t a = {.coll = WT_COLL_ALLREDUCE,
-			     .count = c->count,
-			     .dtype = c->dt,
-			     .op = c->op,
-			     .rank = r,
-			     .size = c->n,
-			     .in_place = c->in_place,
-			     .seg_bytes = c->seg,
-			     .compress = c->compress};
+	wt_sched_args_t a =
+	    st_args(WT_COLL_ALLREDUCE, c->count, c->dt, c->op, r, c->n, c->in_place, c->seg);
+
+	a.compress = c->compress;
 	return a;
 }
 
-static void setup_rank(const cfg_t *c, ranks_t *R, int r, const wt_sched_algo_t *algo)
+static void setup_rank(const cfg_t *c, ranks_t *R, int r, const wt_sched_algo_t *algo,
+		       const char *name)
 {
 	wt_sched_args_t a = cfg_args(c, r);
 	size_t bytes = c->count * sizeof(float);
-	char err[256] = "";
 
-	R->send[r] = malloc(bytes + sizeof(float));
-	R->recv[r] = malloc(bytes + sizeof(float));
-	assert_non_null(R->send[r]);
-	assert_non_null(R->recv[r]);
+	R->send[r] = st_alloc(bytes + sizeof(float));
+	R->recv[r] = st_alloc(bytes + sizeof(float));
 	for (size_t i = 0; i < c->count; i++)
 		R->send[r][i] = input(c, r, i);
 	if (c->in_place)
 		memcpy(R->recv[r], R->send[r], bytes);
 	else
 		memset(R->recv[r], 0xa5, bytes);
-	if (wt_sched_plan_build(&a, algo, &R->plan[r], err, sizeof(err)))
-		fail_msg("build rank %d: %s", r, err);
+	st_build(&a, algo, name, &R->x.plan[r]);
 }
 
 static void check_results(const cfg_t *c, ranks_t *R, const char *name)
@@ -244,58 +221,48 @@ static void check_results(const cfg_t *c, ranks_t *R, const char *name)
 	}
 }
 
+static void free_ranks(ranks_t *R)
+{
+	for (int r = 0; r < R->x.n; r++) {
+		st_release(&R->x, r, 1);
+		free(R->send[r]);
+		free(R->recv[r]);
+	}
+	simnet_free(R->x.sim);
+}
+
 static void run(const cfg_t *c)
 {
 	wt_sched_args_t a0 = cfg_args(c, 0);
 	const wt_sched_algo_t *algo = wt_sched_algo_select(&a0, c->algo);
 	uint64_t rng = c->seed + 11;
-	simnet_t *sim = simnet_new(c->n, c->seed);
-	ranks_t R = {0};
+	ranks_t R = {.x = {.n = c->n, .sim = simnet_new(c->n, c->seed)}};
 	int order[MAX_RANKS];
 	char name[256];
 
 	cfg_name(c, name, sizeof(name));
 	assert_true(c->n <= MAX_RANKS);
 	assert_non_null(algo);
-	assert_non_null(sim);
-	for (int r = 0; r < c->n; r++) {
-		setup_rank(c, &R, r, algo);
-		order[r] = r;
-	}
-	for (int i = c->n - 1; i > 0; i--) {
-		int j = (int)(simnet_rand(&rng) % (uint64_t)(i + 1)), t = order[i];
-
-		order[i] = order[j];
-		order[j] = t;
-	}
+	assert_non_null(R.x.sim);
+	for (int r = 0; r < c->n; r++)
+		setup_rank(c, &R, r, algo, name);
+	st_random_order(order, c->n, &rng);
 	for (int k = 0; k < c->n; k++) {
 		int r = order[k];
-		const void *sb = c->in_place ? R.recv[r] : R.send[r];
 
-		assert_int_equal(wt_sched_exec_start(R.plan[r], simnet_net(sim, r),
-						     (uint64_t)0x5c << WT_SCHED_TAG_MSG_BITS, sb,
-						     R.recv[r], on_done, &R.done[r], &R.ex[r]),
-				 WEFT_OK);
+		st_start(&R.x, r, (uint64_t)0x5c << WT_SCHED_TAG_MSG_BITS,
+			 c->in_place ? R.recv[r] : R.send[r], R.recv[r]);
 	}
-	simnet_run(sim);
+	simnet_run(R.x.sim);
 	for (int r = 0; r < c->n; r++) {
-		if (R.done[r].calls != 1 || R.done[r].st != WEFT_OK)
-			fail_msg("%s: rank %d done %d times, status %d (deadlock?)", name, r,
-				 R.done[r].calls, (int)wt_sched_exec_status(R.ex[r]));
-		assert_int_equal(simnet_live_ops(sim, r), 0);
+		st_check_done(&R.x, r, name);
 		if (!c->in_place)
 			for (size_t i = 0; i < c->count; i++)
 				if (memcmp(&R.send[r][i], &(float){input(c, r, i)}, sizeof(float)))
 					fail_msg("%s: rank %d send buffer modified", name, r);
 	}
 	check_results(c, &R, name);
-	for (int r = 0; r < c->n; r++) {
-		wt_sched_exec_free(R.ex[r]);
-		wt_sched_plan_unref(R.plan[r]);
-		free(R.send[r]);
-		free(R.recv[r]);
-	}
-	simnet_free(sim);
+	free_ranks(&R);
 }
 
 static const int formats[] = {WT_SCHED_COMPRESS_BF16, WT_SCHED_COMPRESS_FP16};
@@ -513,19 +480,15 @@ static void test_ignored_exact(void **state)
 	{
 		wt_sched_args_t a = cfg_args(&c, 0);
 		const wt_sched_algo_t *rd = wt_sched_algo_select(&a, c.algo);
-		simnet_t *sim = simnet_new(c.n, 3);
-		ranks_t R = {0};
+		ranks_t R = {.x = {.n = c.n, .sim = simnet_new(c.n, 3)}};
 
 		for (int r = 0; r < c.n; r++)
-			setup_rank(&c, &R, r, rd);
+			setup_rank(&c, &R, r, rd, "ignored compression");
 		for (int r = 0; r < c.n; r++)
-			assert_int_equal(wt_sched_exec_start(R.plan[r], simnet_net(sim, r), 0,
-							     R.send[r], R.recv[r], on_done,
-							     &R.done[r], &R.ex[r]),
-					 WEFT_OK);
-		simnet_run(sim);
+			st_start(&R.x, r, 0, R.send[r], R.recv[r]);
+		simnet_run(R.x.sim);
 		for (int r = 0; r < c.n; r++) {
-			assert_int_equal(R.done[r].st, WEFT_OK);
+			assert_int_equal(R.x.done[r].st, WEFT_OK);
 			for (size_t i = 0; i < c.count; i++) {
 				double acc = 0, abs_sum = 0;
 
@@ -539,13 +502,7 @@ static void test_ignored_exact(void **state)
 				assert_memory_equal(&R.recv[r][i], &R.recv[0][i], sizeof(float));
 			}
 		}
-		for (int r = 0; r < c.n; r++) {
-			wt_sched_exec_free(R.ex[r]);
-			wt_sched_plan_unref(R.plan[r]);
-			free(R.send[r]);
-			free(R.recv[r]);
-		}
-		simnet_free(sim);
+		free_ranks(&R);
 	}
 }
 

@@ -12,33 +12,12 @@
 #include "layers/schedule/exec.h"
 #include "layers/schedule/plan.h"
 #include "lib/util/dtype.h"
+#include "tests/unit/schedule/schedtest.h"
 #include "tests/unit/schedule/simnet.h"
-
-typedef struct {
-	int calls;
-	weft_status_t st;
-	char msg[256];
-} done_t;
-
-static void on_done(void *arg, weft_status_t st, const char *msg)
-{
-	done_t *d = arg;
-
-	assert_non_null(msg);
-	d->calls++;
-	d->st = st;
-	snprintf(d->msg, sizeof(d->msg), "%s", msg);
-}
 
 static wt_sched_args_t args_of(size_t count, int rank, int size, int in_place)
 {
-	return (wt_sched_args_t){.coll = WT_COLL_ALLREDUCE,
-				 .count = count,
-				 .dtype = WEFT_INT32,
-				 .op = WEFT_SUM,
-				 .rank = rank,
-				 .size = size,
-				 .in_place = in_place};
+	return st_args(WT_COLL_ALLREDUCE, count, WEFT_INT32, WEFT_SUM, rank, size, in_place, 0);
 }
 
 static void test_builder_numbering(void **state)
@@ -219,7 +198,7 @@ static void check_rejected(const wt_sched_args_t *a, bad_fn_t fn, weft_status_t 
 	assert_false(wt_sched_plan_ready(p));
 	assert_true(strlen(wt_sched_plan_error(p)) > 0);
 	assert_int_equal(
-	    wt_sched_exec_start(p, simnet_net(sim, 0), 0, buf, buf, on_done, NULL, &ex),
+	    wt_sched_exec_start(p, simnet_net(sim, 0), 0, buf, buf, st_on_done, NULL, &ex),
 	    WEFT_ERR_INVALID_ARG);
 	assert_null(ex);
 	simnet_free(sim);
@@ -298,12 +277,12 @@ static void test_exec_local(void **state)
 	simnet_t *sim = simnet_new(1, 1);
 	wt_sched_plan_t *p;
 	wt_sched_exec_t *ex;
-	done_t d = {0};
+	st_done_t d = {0};
 
 	(void)state;
 	assert_int_equal(wt_sched_plan_build(&a, NULL, &p, NULL, 0), WEFT_OK);
-	assert_int_equal(wt_sched_exec_start(p, simnet_net(sim, 0), 0, in, out, on_done, &d, &ex),
-			 WEFT_OK);
+	assert_int_equal(
+	    wt_sched_exec_start(p, simnet_net(sim, 0), 0, in, out, st_on_done, &d, &ex), WEFT_OK);
 	/* No network steps: done ran inside start. */
 	assert_int_equal(d.calls, 1);
 	assert_int_equal(d.st, WEFT_OK);
@@ -325,7 +304,7 @@ static void test_exec_local(void **state)
 		assert_int_equal(wt_sched_plan_build(&a, NULL, &p, NULL, 0), WEFT_OK);
 		assert_int_equal(wt_sched_plan_nsteps(p), 0);
 		assert_int_equal(
-		    wt_sched_exec_start(p, simnet_net(sim, 0), 0, NULL, NULL, on_done, &d, &ex),
+		    wt_sched_exec_start(p, simnet_net(sim, 0), 0, NULL, NULL, st_on_done, &d, &ex),
 		    WEFT_OK);
 		assert_int_equal(d.calls, 2 + i);
 		wt_sched_exec_free(ex);
@@ -343,7 +322,7 @@ static void test_exec_long_chain(void **state)
 	int32_t in[8] = {42, 1, 2, 3, 4, 5, 6, 7}, out[8] = {0};
 	simnet_t *sim = simnet_new(1, 1);
 	wt_sched_exec_t *ex;
-	done_t d = {0};
+	st_done_t d = {0};
 	int prev;
 
 	(void)state;
@@ -352,8 +331,8 @@ static void test_exec_long_chain(void **state)
 		prev = wt_sched_copy(p, WT_SCHED_BUF_RECV, (size_t)(i % 8) * 4, WT_SCHED_BUF_RECV,
 				     (size_t)((i - 1) % 8) * 4, 4, 1, &prev);
 	assert_int_equal(wt_sched_plan_finalize(p), WEFT_OK);
-	assert_int_equal(wt_sched_exec_start(p, simnet_net(sim, 0), 0, in, out, on_done, &d, &ex),
-			 WEFT_OK);
+	assert_int_equal(
+	    wt_sched_exec_start(p, simnet_net(sim, 0), 0, in, out, st_on_done, &d, &ex), WEFT_OK);
 	assert_int_equal(d.calls, 1);
 	for (int i = 0; i < 8; i++)
 		assert_int_equal(out[i], 42);
@@ -401,7 +380,7 @@ static void test_exec_cancel(void **state)
 	simnet_t *sim = simnet_new(N, 77);
 	wt_sched_plan_t *p[N];
 	wt_sched_exec_t *ex[N];
-	done_t d[N] = {0};
+	st_done_t d[N] = {0};
 	int32_t *buf[N];
 	int want[N], got[N];
 	size_t nw, ng, cb0;
@@ -416,7 +395,7 @@ static void test_exec_cancel(void **state)
 		buf[r] = calloc(COUNT, sizeof(int32_t));
 		assert_int_equal(wt_sched_plan_build(&a, ring, &p[r], NULL, 0), WEFT_OK);
 		assert_int_equal(wt_sched_exec_start(p[r], simnet_net(sim, r), 0, buf[r], buf[r],
-						     on_done, &d[r], &ex[r]),
+						     st_on_done, &d[r], &ex[r]),
 				 WEFT_OK);
 	}
 	for (int i = 0; i < 300; i++)
@@ -484,14 +463,14 @@ static void test_exec_post_error(void **state)
 	simnet_t *sim = simnet_new(2, 5);
 	wt_sched_plan_t *p[2] = {exchange_plan(0), exchange_plan(1)};
 	wt_sched_exec_t *ex[2];
-	done_t d[2] = {0};
+	st_done_t d[2] = {0};
 	int32_t in[2][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}}, out[2][4];
 
 	(void)state;
 	simnet_fail_post(sim, 0, 1, WEFT_ERR_PEER_FAILED);
 	for (int r = 0; r < 2; r++)
 		assert_int_equal(wt_sched_exec_start(p[r], simnet_net(sim, r), 0, in[r], out[r],
-						     on_done, &d[r], &ex[r]),
+						     st_on_done, &d[r], &ex[r]),
 				 WEFT_OK);
 	assert_int_equal(d[0].calls, 0);
 	assert_int_equal(wt_sched_exec_status(ex[0]), WEFT_INPROGRESS);
@@ -519,9 +498,9 @@ static void test_exec_post_error(void **state)
 	p[0] = exchange_plan(0);
 	d[0].calls = 0;
 	simnet_fail_post(sim, 0, 0, WEFT_ERR_NO_MEMORY);
-	assert_int_equal(
-	    wt_sched_exec_start(p[0], simnet_net(sim, 0), 0, in[0], out[0], on_done, &d[0], &ex[0]),
-	    WEFT_OK);
+	assert_int_equal(wt_sched_exec_start(p[0], simnet_net(sim, 0), 0, in[0], out[0], st_on_done,
+					     &d[0], &ex[0]),
+			 WEFT_OK);
 	assert_int_equal(d[0].calls, 1);
 	assert_int_equal(d[0].st, WEFT_ERR_NO_MEMORY);
 	assert_int_equal(simnet_posts(sim, 0), 1);
@@ -536,14 +515,14 @@ static void test_exec_recv_error(void **state)
 	simnet_t *sim = simnet_new(2, 9);
 	wt_sched_plan_t *p[2] = {exchange_plan(0), exchange_plan(1)};
 	wt_sched_exec_t *ex[2];
-	done_t d[2] = {0};
+	st_done_t d[2] = {0};
 	int32_t in[2][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}}, out[2][4];
 
 	(void)state;
 	simnet_fail_recv(sim, 0, 0, WEFT_ERR_PEER_FAILED);
 	for (int r = 0; r < 2; r++)
 		assert_int_equal(wt_sched_exec_start(p[r], simnet_net(sim, r), 0, in[r], out[r],
-						     on_done, &d[r], &ex[r]),
+						     st_on_done, &d[r], &ex[r]),
 				 WEFT_OK);
 	simnet_run(sim);
 	assert_int_equal(d[0].calls, 1);
@@ -568,12 +547,12 @@ static void test_exec_free_running(void **state)
 	simnet_t *sim = simnet_new(2, 3);
 	wt_sched_plan_t *p = exchange_plan(0);
 	wt_sched_exec_t *ex;
-	done_t d = {0};
+	st_done_t d = {0};
 	int32_t in[4] = {0}, out[4];
 
 	(void)state;
-	assert_int_equal(wt_sched_exec_start(p, simnet_net(sim, 0), 0, in, out, on_done, &d, &ex),
-			 WEFT_OK);
+	assert_int_equal(
+	    wt_sched_exec_start(p, simnet_net(sim, 0), 0, in, out, st_on_done, &d, &ex), WEFT_OK);
 	assert_int_equal(simnet_live_ops(sim, 0), 2);
 	wt_sched_plan_unref(p);
 	wt_sched_exec_free(ex);
@@ -589,7 +568,7 @@ static void test_exec_zero_length(void **state)
 	simnet_t *sim = simnet_new(2, 4);
 	wt_sched_plan_t *p[2];
 	wt_sched_exec_t *ex[2];
-	done_t d[2] = {0};
+	st_done_t d[2] = {0};
 	int32_t buf[2][4] = {{0}};
 
 	(void)state;
@@ -604,7 +583,7 @@ static void test_exec_zero_length(void **state)
 		wt_sched_div(p[r], WT_SCHED_BUF_RECV, 0, 0, 0, NULL);
 		assert_int_equal(wt_sched_plan_finalize(p[r]), WEFT_OK);
 		assert_int_equal(wt_sched_exec_start(p[r], simnet_net(sim, r), 0, buf[r], buf[r],
-						     on_done, &d[r], &ex[r]),
+						     st_on_done, &d[r], &ex[r]),
 				 WEFT_OK);
 	}
 	simnet_run(sim);
@@ -709,7 +688,7 @@ static void test_cache_evict_live(void **state)
 	wt_sched_cache_t *c = wt_sched_cache_new(1);
 	simnet_t *sim = simnet_new(N, 11);
 	wt_sched_exec_t *ex[N];
-	done_t d[N] = {0};
+	st_done_t d[N] = {0};
 	int32_t in[N][COUNT], out[N][COUNT];
 
 	(void)state;
@@ -720,7 +699,7 @@ static void test_cache_evict_live(void **state)
 		for (int i = 0; i < COUNT; i++)
 			in[r][i] = r * 1000 + i;
 		assert_int_equal(wt_sched_exec_start(p, simnet_net(sim, r), 0, in[r], out[r],
-						     on_done, &d[r], &ex[r]),
+						     st_on_done, &d[r], &ex[r]),
 				 WEFT_OK);
 		wt_sched_plan_unref(p);
 	}

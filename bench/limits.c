@@ -1,0 +1,206 @@
+/* bench/ (outside the library): the machine's limits that bound every collective here:
+ * memcpy and float32 add bandwidth on 64 MiB with 1 and 2 threads, and TCP over 127.0.0.1. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUF_BYTES (64u << 20)
+#define NFLOATS (BUF_BYTES / sizeof(float))
+#define TCP_CHUNK (1u << 20)
+
+enum kernel { K_MEMCPY, K_ADD3, K_ADD2 };
+
+struct slice {
+	enum kernel k;
+	float *a, *b, *c;
+	size_t n;
+	int reps;
+	pthread_barrier_t *start;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The kernels are written out so the compiler vectorises them with -O3 -march=native. */
+static void add3(float *restrict c, const float *restrict a, const float *restrict b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		c[i] = a[i] + b[i];
+}
+
+static void add2(float *restrict a, const float *restrict b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		a[i] += b[i];
+}
+
+static void *work(void *arg)
+{
+	struct slice *s = arg;
+
+	pthread_barrier_wait(s->start);
+	for (int r = 0; r < s->reps; r++) {
+		switch (s->k) {
+		case K_MEMCPY:
+			memcpy(s->c, s->a, s->n * sizeof(float));
+			break;
+		case K_ADD3:
+			add3(s->c, s->a, s->b, s->n);
+			break;
+		case K_ADD2:
+			add2(s->a, s->b, s->n);
+			break;
+		}
+	}
+	pthread_barrier_wait(s->start);
+	return NULL;
+}
+
+/* One pass over the whole 64 MiB split between nthreads; returns the best seconds per pass
+ * of a few tries, so a descheduled try does not count. */
+static double time_kernel(enum kernel k, int nthreads, float *a, float *b, float *c)
+{
+	pthread_t th[2];
+	struct slice sl[2];
+	pthread_barrier_t bar;
+	double best = 1e30;
+	const int reps = 4;
+
+	for (int tries = 0; tries < 5; tries++) {
+		pthread_barrier_init(&bar, NULL, (unsigned)nthreads + 1);
+		for (int t = 0; t < nthreads; t++) {
+			size_t per = NFLOATS / (size_t)nthreads, off = per * (size_t)t;
+
+			sl[t] = (struct slice){k, a + off, b + off, c + off, per, reps, &bar};
+			if (pthread_create(&th[t], NULL, work, &sl[t]) != 0) {
+				fprintf(stderr, "limits: pthread_create failed\n");
+				exit(1);
+			}
+		}
+		pthread_barrier_wait(&bar);
+		double t0 = now_s();
+		pthread_barrier_wait(&bar);
+		double dt = (now_s() - t0) / reps;
+		for (int t = 0; t < nthreads; t++)
+			pthread_join(th[t], NULL);
+		pthread_barrier_destroy(&bar);
+		best = dt < best ? dt : best;
+	}
+	return best;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The child drains the socket; the parent writes 1 MiB chunks for about `secs` seconds. */
+static double tcp_loopback(double secs)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	int ls = socket(AF_INET, SOCK_STREAM, 0), fd;
+	char *buf = malloc(TCP_CHUNK);
+	unsigned long long sent = 0;
+	double t0, dt;
+	pid_t pid;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ls < 0 || buf == NULL || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(ls, 1) != 0 || getsockname(ls, (struct sockaddr *)&sa, &len) != 0) {
+		perror("limits: tcp listen on 127.0.0.1");
+		return -1;
+	}
+	memset(buf, 0x5a, TCP_CHUNK);
+	pid = fork();
+	if (pid == 0) {
+		int c = accept(ls, NULL, NULL);
+
+		while (c >= 0 && read(c, buf, TCP_CHUNK) > 0)
+			;
+		_exit(0);
+	}
+	close(ls);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (pid < 0 || fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		perror("limits: tcp connect to 127.0.0.1");
+		return -1;
+	}
+	t0 = now_s();
+	do {
+		if (write_all(fd, buf, TCP_CHUNK) != 0)
+			break;
+		sent += TCP_CHUNK;
+	} while (now_s() - t0 < secs);
+	close(fd);
+	waitpid(pid, NULL, 0); /* the reader has drained everything once it exits */
+	dt = now_s() - t0;
+	free(buf);
+	return (double)sent / dt / 1e9;
+}
+
+static void report(const char *name, enum kernel k, int nthreads, float *a, float *b, float *c,
+		   int streams, int *first)
+{
+	double s = time_kernel(k, nthreads, a, b, c);
+
+	printf("%s  \"%s_%dt\": {\"ms\": %.3f, \"buf_gbps\": %.2f, \"traffic_gbps\": %.2f}\n",
+	       *first ? "" : ",", name, nthreads, s * 1e3, BUF_BYTES / s / 1e9,
+	       streams * (double)BUF_BYTES / s / 1e9);
+	*first = 0;
+}
+
+/* Prints one JSON object: per kernel the ms per 64 MiB pass, the 64 MiB buffer's GB/s (as an
+ * algbw) and the memory traffic's GB/s (memcpy and a += b: 2 streams, c = a + b: 3). */
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 3.0;
+	float *a = aligned_alloc(64, BUF_BYTES), *b = aligned_alloc(64, BUF_BYTES);
+	float *c = aligned_alloc(64, BUF_BYTES);
+	int first = 1;
+
+	if (a == NULL || b == NULL || c == NULL) {
+		fprintf(stderr, "limits: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < NFLOATS; i++) {
+		a[i] = (float)(i % 7);
+		b[i] = (float)(i % 5);
+		c[i] = 0;
+	}
+	printf("{\n");
+	for (int t = 1; t <= 2; t++) {
+		report("memcpy", K_MEMCPY, t, a, b, c, 2, &first);
+		report("add_c_eq_a_plus_b", K_ADD3, t, a, b, c, 3, &first);
+		report("add_a_plus_eq_b", K_ADD2, t, a, b, c, 2, &first);
+	}
+	printf(",  \"tcp_loopback_gbps\": %.2f\n}\n", tcp_loopback(secs > 0 ? secs : 3.0));
+	free(a);
+	free(b);
+	free(c);
+	return 0;
+}

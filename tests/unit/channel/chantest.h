@@ -1,0 +1,57 @@
+/* Helpers shared by the channel tests (tests/unit/channel): ranks 0 and 1 of a size-2 job
+ * in one process, two channels joined by a real link driver (shm or tcp). */
+#ifndef WT_TEST_CHANTEST_H
+#define WT_TEST_CHANTEST_H
+
+#include <stddef.h>
+
+#include "drivers/link.h"
+#include "layers/channel/channel.h"
+
+/* The pair: link[r] and ch[r] belong to rank r. */
+typedef struct {
+	const char *driver;
+	const wt_link_ops_t *ops;
+	wt_link_t *link[2];
+	wt_chan_t *ch[2];
+	double wait_s; /* how long ct_pump_until waits before failing the test */
+	int poll_ms;   /* how long an idle ct_pump_once sleeps on the fds */
+} ct_fab_t;
+
+typedef struct {
+	/* Distinct per test program: jobs of tests running at once must not share names. */
+	const char *job_prefix;
+	const char *token;
+	wt_chan_config_t chan; /* rank and size are set per rank */
+	double wait_s;
+	int poll_ms;
+} ct_opts_t;
+
+/* Opens and connects both links and a channel on each; skips the test when the driver
+ * is not built or cannot run here. */
+void ct_open(ct_fab_t *f, const char *driver, const ct_opts_t *o);
+/* Destroys the channels (which must have nothing outstanding) and closes the links; a
+ * test may have closed either already and set it to NULL. */
+void ct_close(ct_fab_t *f);
+/* Progresses the ranks in mask (bit r: rank r) once; when idle, sleeps briefly on their
+ * fds as the progress thread does. Returns the events progress reported. */
+int ct_pump_once(ct_fab_t *f, int mask);
+/* Pumps both ranks until *count reaches target; fails the test after f->wait_s. */
+void ct_pump_until(ct_fab_t *f, const int *count, int target);
+
+/* The main() of a channel test program, after its DRIVER_TESTS(drv) list of tests (each
+ * given the driver name as its state): argv[1] picks the driver, shm by default. */
+#define CT_DRIVER_MAIN(title)                                                                      \
+	int main(int argc, char **argv)                                                            \
+	{                                                                                          \
+		static char shm[] = "shm", tcp[] = "tcp";                                          \
+		const struct CMUnitTest shm_tests[] = {DRIVER_TESTS(shm)};                         \
+		const struct CMUnitTest tcp_tests[] = {DRIVER_TESTS(tcp)};                         \
+                                                                                                   \
+		if (argc > 1 && strcmp(argv[1], "tcp") == 0)                                       \
+			return cmocka_run_group_tests_name(title " over tcp", tcp_tests, NULL,     \
+							   NULL);                                  \
+		return cmocka_run_group_tests_name(title " over shm", shm_tests, NULL, NULL);      \
+	}
+
+#endif
