@@ -454,10 +454,10 @@ static int members_of(weft_comm_t *parent, const wt_api_make_rec_t *recs, const 
 	return n;
 }
 
-/* First id of this creation (the largest next id among the parent's ranks), the number of
- * ids it takes (distinct colors) and this rank's offset among them. */
-static weft_status_t pick_ids(weft_comm_t *parent, const wt_api_make_rec_t *recs, uint32_t *first,
-			      int *ncolors, int *myoff)
+/* The number of ids a creation takes (distinct colors) and this rank's offset among them;
+ * the ids themselves come from the store (take_ids). */
+static weft_status_t pick_ids(weft_comm_t *parent, const wt_api_make_rec_t *recs, int *ncolors,
+			      int *myoff)
 {
 	int *colors = malloc(sizeof(int) * (size_t)parent->size);
 	int mycolor = recs[parent->rank].color, n = 0, k = 0;
@@ -478,7 +478,6 @@ static weft_status_t pick_ids(weft_comm_t *parent, const wt_api_make_rec_t *recs
 		k++;
 	}
 	free(colors);
-	*first = 0; /* the store hands out the ids (take_ids) */
 	*ncolors = k;
 	return WEFT_OK;
 }
@@ -535,7 +534,6 @@ static weft_status_t comm_make(weft_comm_t *parent, const char *what, wt_api_mak
 	wt_api_vote_t vote = {0, WT_API_VOTE_OK};
 	weft_comm_t *c = NULL;
 	int *members = NULL, n = 0, myidx = -1, ncolors = 0, myoff = -1;
-	uint32_t first = 0;
 	weft_status_t st;
 
 	if (recs == NULL || votes == NULL) {
@@ -550,7 +548,7 @@ static weft_status_t comm_make(weft_comm_t *parent, const char *what, wt_api_mak
 	if (st == WEFT_OK)
 		st = check_recs(parent, what, recs);
 	if (st == WEFT_OK)
-		st = pick_ids(parent, recs, &first, &ncolors, &myoff);
+		st = pick_ids(parent, recs, &ncolors, &myoff);
 	if (st != WEFT_OK)
 		goto out;
 	n = members_of(parent, recs, list, &members, &myidx);
@@ -582,9 +580,8 @@ static weft_status_t comm_make(weft_comm_t *parent, const char *what, wt_api_mak
 		}
 	}
 	if (st == WEFT_OK && c != NULL) {
-		first = votes[0].first;
 		pthread_mutex_lock(&ctx->lock);
-		c->id = (uint16_t)(first + (uint32_t)myoff);
+		c->id = (uint16_t)(votes[0].first + (uint32_t)myoff);
 		ctx->ncomms++;
 		register_locked(c);
 		pthread_mutex_unlock(&ctx->lock);

@@ -165,8 +165,8 @@ typedef struct {
 #endif
 
 #define WT_KERNELS(NAME, T, EXPR)                                                                  \
-	WT_CLONES static void k3_##NAME(void *restrict d_, const void *restrict a_, const void *restrict b_, \
-			      size_t n)                                                            \
+	WT_CLONES static void k3_##NAME(void *restrict d_, const void *restrict a_,                \
+					const void *restrict b_, size_t n)                         \
 	{                                                                                          \
 		T *restrict d = d_;                                                                \
 		const T *restrict a = a_;                                                          \
@@ -269,57 +269,59 @@ static const wt_kernels_t *find_kernels(weft_dtype_t dt, weft_op_t op)
 #include <immintrin.h>
 #define WT_HAVE_F16C_PATH 1
 
+/* One element and eight lanes of the float32 combine the 16-bit kernels share; the NaN
+ * rule is WT_OP_FMIN/FMAX's (a NaN first operand wins, else a NaN second one). */
+static inline float op1(float x, float y, weft_op_t op)
+{
+	switch (op) {
+	case WEFT_PROD:
+		return x * y;
+	case WEFT_MIN:
+		return fmin_nan(x, y);
+	case WEFT_MAX:
+		return fmax_nan(x, y);
+	default:
+		return x + y;
+	}
+}
+
+__attribute__((target("avx2"))) static inline __m256 op8(__m256 x, __m256 y, weft_op_t op)
+{
+	__m256 xnan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+
+	switch (op) {
+	case WEFT_PROD:
+		return _mm256_mul_ps(x, y);
+	case WEFT_MIN:
+		return _mm256_blendv_ps(_mm256_min_ps(x, y), x, xnan);
+	case WEFT_MAX:
+		return _mm256_blendv_ps(_mm256_max_ps(x, y), x, xnan);
+	default:
+		return _mm256_add_ps(x, y);
+	}
+}
+
 /* float16 through the CPU's own converters (F16C): the portable bit-twiddling loops
  * above reach only a fifth of memory speed. Same rounding (to nearest even), same NaN
  * rule as WT_OP_FMIN/FMAX (a NaN first operand wins, else a NaN second one), so results
  * are bit-identical to the portable path; the dtype tests check both against one
  * reference. Eight elements per step; d may equal a or b (each block is loaded before it
  * is stored). */
-__attribute__((target("avx2,f16c"))) static void f16c_reduce(uint16_t *d, const uint16_t *a,
-							     const uint16_t *b, size_t n,
-							     weft_op_t op)
+__attribute__((target("avx2,f16c"))) static void
+f16c_reduce(uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n, weft_op_t op)
 {
 	size_t i = 0;
 
 	for (; i + 8 <= n; i += 8) {
 		__m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i)));
 		__m256 y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i)));
-		__m256 r;
+		__m256 r = op8(x, y, op);
 
-		switch (op) {
-		case WEFT_PROD:
-			r = _mm256_mul_ps(x, y);
-			break;
-		case WEFT_MIN:
-			r = _mm256_blendv_ps(_mm256_min_ps(x, y), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-			break;
-		case WEFT_MAX:
-			r = _mm256_blendv_ps(_mm256_max_ps(x, y), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-			break;
-		default:
-			r = _mm256_add_ps(x, y);
-			break;
-		}
 		_mm_storeu_si128((__m128i *)(d + i),
 				 _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 	}
 	for (; i < n; i++) {
-		float x = half_to_float(a[i]), y = half_to_float(b[i]), r;
-		switch (op) {
-		case WEFT_PROD:
-			r = x * y;
-			break;
-		case WEFT_MIN:
-			r = fmin_nan(x, y);
-			break;
-		case WEFT_MAX:
-			r = fmax_nan(x, y);
-			break;
-		default:
-			r = x + y;
-			break;
-		}
-		d[i] = float_to_half(r);
+		d[i] = float_to_half(op1(half_to_float(a[i]), half_to_float(b[i]), op));
 	}
 }
 
@@ -337,60 +339,31 @@ __attribute__((target("avx2"))) static inline void bf16x8_narrow(uint16_t *p, __
 	__m256i x = _mm256_castps_si256(v);
 	__m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
 	__m256i rounded = _mm256_srli_epi32(
-		_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb), 16);
+	    _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb), 16);
 	__m256i nan = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
 	__m256i isnan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)),
 					   _mm256_set1_epi32(0x7f800000));
-	__m256i r = _mm256_and_si256(_mm256_blendv_epi8(rounded, nan, isnan),
-				     _mm256_set1_epi32(0xffff));
+	__m256i r =
+	    _mm256_and_si256(_mm256_blendv_epi8(rounded, nan, isnan), _mm256_set1_epi32(0xffff));
 	/* Pack the eight 32-bit lanes (each < 2^16) to 16 bits, undoing the lane interleave. */
 	__m256i packed = _mm256_packus_epi32(r, r);
 	packed = _mm256_permute4x64_epi64(packed, 0x08);
 	_mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(packed));
 }
 
-__attribute__((target("avx2"))) static void bf16_avx2_reduce(uint16_t *d, const uint16_t *a,
-							     const uint16_t *b, size_t n,
-							     weft_op_t op)
+__attribute__((target("avx2"))) static void
+bf16_avx2_reduce(uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n, weft_op_t op)
 {
 	size_t i = 0;
 
 	for (; i + 8 <= n; i += 8) {
-		__m256 x = bf16x8_widen(a + i), y = bf16x8_widen(b + i), r;
+		__m256 x = bf16x8_widen(a + i), y = bf16x8_widen(b + i);
+		__m256 r = op8(x, y, op);
 
-		switch (op) {
-		case WEFT_PROD:
-			r = _mm256_mul_ps(x, y);
-			break;
-		case WEFT_MIN:
-			r = _mm256_blendv_ps(_mm256_min_ps(x, y), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-			break;
-		case WEFT_MAX:
-			r = _mm256_blendv_ps(_mm256_max_ps(x, y), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-			break;
-		default:
-			r = _mm256_add_ps(x, y);
-			break;
-		}
 		bf16x8_narrow(d + i, r);
 	}
 	for (; i < n; i++) {
-		float x = bf16_to_float(a[i]), y = bf16_to_float(b[i]), r;
-		switch (op) {
-		case WEFT_PROD:
-			r = x * y;
-			break;
-		case WEFT_MIN:
-			r = fmin_nan(x, y);
-			break;
-		case WEFT_MAX:
-			r = fmax_nan(x, y);
-			break;
-		default:
-			r = x + y;
-			break;
-		}
-		d[i] = float_to_bf16(r);
+		d[i] = float_to_bf16(op1(bf16_to_float(a[i]), bf16_to_float(b[i]), op));
 	}
 }
 
