@@ -21,17 +21,17 @@
 typedef struct wt_link wt_link_t; /* a driver's open link; first member is wt_link_base_t */
 
 typedef struct {
-	int rank;              /* this process's world rank */
-	int size;              /* world size; peers are 0..size-1 */
-	const char *job_id;    /* short printable id unique to this job (names shm objects) */
-	wt_util_key_t key;     /* job token key: every connection proves it */
+	int rank;		/* this process's world rank */
+	int size;		/* world size; peers are 0..size-1 */
+	const char *job_id;	/* short printable id unique to this job (names shm objects) */
+	wt_util_key_t key;	/* job token key: every connection proves it */
 	double connect_timeout; /* seconds: connect retries until this, then fails */
-	const char *bind_addr; /* tcp: local IP to listen on (NULL = any) */
+	const char *bind_addr;	/* tcp: local IP to listen on (NULL = any) */
 } wt_link_config_t;
 
 enum wt_link_event_type {
-	WT_LINK_EV_SEND_DONE = 1, /* a send that returned WEFT_INPROGRESS finished: cookie */
-	WT_LINK_EV_FRAME = 2,     /* a frame arrived: peer, data, len */
+	WT_LINK_EV_SEND_DONE = 1,  /* a send that returned WEFT_INPROGRESS finished: cookie */
+	WT_LINK_EV_FRAME = 2,	   /* a frame arrived: peer, data, len */
 	WT_LINK_EV_PEER_ERROR = 3, /* peer is unusable: peer, status */
 };
 
@@ -45,6 +45,27 @@ typedef struct {
 	const void *data;
 	size_t len;
 } wt_link_event_t;
+
+/* Counters of one peer's traffic through a link stack. Each layer adds what it owns:
+ * the driver counts what crossed the wire (frames/bytes, including retransmissions and
+ * acknowledgements), the channel's reliability layer its protocol counters, the fault
+ * injector what it did. The caller zeroes the struct first. */
+typedef struct {
+	uint64_t frames_sent, bytes_sent, frames_received, bytes_received;
+	uint64_t retransmits; /* frames sent again (timer expiries and fast retransmits) */
+	uint64_t timeouts;    /* retransmission timer expiries */
+	uint64_t drops;	      /* frames received and discarded: outside the window, no buffer */
+	uint64_t duplicates;  /* frames received again and discarded */
+	uint64_t corrupt;     /* frames failing the CRC or header checks, discarded */
+	uint64_t rejected;    /* frames from an unknown or stale epoch or with a bad token
+				 proof, discarded */
+	uint64_t rto_us;      /* current retransmission timeout; 0 without a reliability layer */
+	uint64_t srtt_us;     /* smoothed round-trip time */
+	uint32_t window;      /* current send window in frames */
+	uint32_t in_flight;   /* frames sent and not yet acknowledged */
+	/* WEFT_FAULT: what the injector did to frames sent to this peer */
+	uint64_t fault_drops, fault_dups, fault_reorders, fault_delays, fault_corrupts;
+} wt_link_stats_t;
 
 /* Optional one-sided read descriptor: what a peer publishes so we can GET from it. */
 typedef struct {
@@ -85,6 +106,13 @@ typedef struct wt_link_ops {
 	/* Called after waking from the fd (drain doorbells, disarm). */
 	void (*disarm)(wt_link_t *link);
 	void (*close)(wt_link_t *link);
+	/* Optional (NULL = none). Adds this link's counters for peer into *st (see
+	 * wt_link_stats_t for who counts what); a wrapper calls its inner link first. */
+	void (*stats)(wt_link_t *link, int peer, wt_link_stats_t *st);
+	/* Optional (NULL = no timers). Milliseconds until poll() must run again for the
+	 * link's own timers (retransmission, delayed frames), 0 if already due, -1 when no
+	 * timer is pending. A caller about to sleep on fd() sleeps no longer than this. */
+	int (*timer_ms)(wt_link_t *link);
 } wt_link_ops_t;
 
 /* Every driver's link struct starts with this. */
@@ -101,6 +129,26 @@ static inline const wt_link_ops_t *wt_link_ops(wt_link_t *link)
 static inline size_t wt_link_max_frame(wt_link_t *link)
 {
 	return ((wt_link_base_t *)link)->max_frame;
+}
+
+/* Total bytes of a frame given as iov, checked: no NULL piece with bytes, at most max in
+ * all. WEFT_ERR_INVALID_ARG otherwise. */
+static inline weft_status_t wt_link_iov_total(const struct iovec *iov, int iovcnt, size_t max,
+					      size_t *total)
+{
+	size_t t = 0;
+
+	if (iovcnt < 0 || (iovcnt > 0 && iov == NULL))
+		return WEFT_ERR_INVALID_ARG;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > max || (iov[i].iov_len > 0 && iov[i].iov_base == NULL))
+			return WEFT_ERR_INVALID_ARG;
+		t += iov[i].iov_len;
+		if (t > max)
+			return WEFT_ERR_INVALID_ARG;
+	}
+	*total = t;
+	return WEFT_OK;
 }
 
 /* Registry of the drivers built into this library. */

@@ -55,6 +55,7 @@ struct shm_peer {
 	uint64_t rx_tail;     /* consumed (delivered) up to here */
 	uint64_t rx_tail_pub; /* published to the producer up to here */
 	int tx_warm, rx_warm; /* the ring's pages were populated (see ring_warm) */
+	uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
 };
 
 struct wt_link {
@@ -637,23 +638,6 @@ static weft_status_t peer_usable(wt_link_t *l, int peer)
 	}
 }
 
-static weft_status_t iov_total(const struct iovec *iov, int iovcnt, size_t max, size_t *total)
-{
-	size_t t = 0;
-
-	if (iovcnt < 0 || (iovcnt > 0 && iov == NULL))
-		return WEFT_ERR_INVALID_ARG;
-	for (int i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len > max || (iov[i].iov_len > 0 && iov[i].iov_base == NULL))
-			return WEFT_ERR_INVALID_ARG;
-		t += iov[i].iov_len;
-		if (t > max)
-			return WEFT_ERR_INVALID_ARG;
-	}
-	*total = t;
-	return WEFT_OK;
-}
-
 /* Room for need bytes at head? Reads the consumer's tail only when the cached one says
  * no, and asks the consumer to ring our doorbell when it frees space. */
 static int tx_room(wt_link_t *l, int peer, uint64_t head, uint64_t need)
@@ -729,7 +713,7 @@ static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, i
 	st = peer_usable(l, peer);
 	if (st != WEFT_OK)
 		return st;
-	if (iov_total(iov, iovcnt, WT_SHM_MAX_FRAME, &len) != WEFT_OK) {
+	if (wt_link_iov_total(iov, iovcnt, WT_SHM_MAX_FRAME, &len) != WEFT_OK) {
 		WT_ERROR("shm: bad iov for a frame to peer rank %d (at most %u bytes)", peer,
 			 (unsigned)WT_SHM_MAX_FRAME);
 		return WEFT_ERR_INVALID_ARG;
@@ -760,6 +744,8 @@ static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, i
 	p->tx_head = head;
 	atomic_store_explicit(&p->tx_ctl->head, head, memory_order_release);
 	wake_receiver(p);
+	p->tx_frames++;
+	p->tx_bytes += len;
 	return WEFT_OK;
 }
 
@@ -829,6 +815,8 @@ static int rx_peer(wt_link_t *l, int peer, wt_link_event_t *ev, int max)
 		ev[n].len = len;
 		n++;
 		tail += rec;
+		p->rx_frames++;
+		p->rx_bytes += len;
 	}
 	p->rx_tail = tail;
 	if (p->state == SHM_PEER_DYING && tail == head)
@@ -1025,6 +1013,18 @@ static weft_status_t shm_probe(char *msg, size_t msglen)
 	return WEFT_OK;
 }
 
+static void shm_stats(wt_link_t *l, int peer, wt_link_stats_t *st)
+{
+	if (l == NULL || st == NULL || peer < 0 || peer >= l->size)
+		return;
+	const struct shm_peer *p = &l->peers[peer];
+
+	st->frames_sent += p->tx_frames;
+	st->bytes_sent += p->tx_bytes;
+	st->frames_received += p->rx_frames;
+	st->bytes_received += p->rx_bytes;
+}
+
 const wt_link_ops_t wt_shm_ops = {
     .size = sizeof(wt_link_ops_t),
     .name = "shm",
@@ -1040,4 +1040,5 @@ const wt_link_ops_t wt_shm_ops = {
     .arm = shm_arm,
     .disarm = shm_disarm,
     .close = shm_close,
+    .stats = shm_stats,
 };

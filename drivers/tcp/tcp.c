@@ -104,6 +104,7 @@ struct tcp_peer {
 	struct tcp_chunk *txq;
 	struct tcp_chunk *txq_tail;
 	size_t txq_bytes;
+	uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
 };
 
 struct tcp_pending {
@@ -902,23 +903,6 @@ static weft_status_t tcp_connect(wt_link_t *l, int peer, const void *blob, size_
 
 /* ---- send ---- */
 
-static weft_status_t iov_total(const struct iovec *iov, int iovcnt, size_t max, size_t *total)
-{
-	size_t t = 0;
-
-	if (iovcnt < 0 || (iovcnt > 0 && iov == NULL))
-		return WEFT_ERR_INVALID_ARG;
-	for (int i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len > max || (iov[i].iov_len > 0 && iov[i].iov_base == NULL))
-			return WEFT_ERR_INVALID_ARG;
-		t += iov[i].iov_len;
-		if (t > max)
-			return WEFT_ERR_INVALID_ARG;
-	}
-	*total = t;
-	return WEFT_OK;
-}
-
 /* Copies the frame (4-byte length, then iov) from byte skip on into a queue chunk. */
 static int txq_append(struct tcp_peer *p, const uint8_t hdr[4], const struct iovec *iov, int iovcnt,
 		      size_t total, size_t skip)
@@ -1054,14 +1038,13 @@ static weft_status_t send_direct(wt_link_t *l, int peer, const uint8_t hdr[4],
 	return WEFT_OK;
 }
 
-static weft_status_t tcp_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
-			      void *cookie)
+static weft_status_t send_frame(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+				size_t *total_out)
 {
 	struct tcp_peer *p;
 	uint8_t hdr[4];
 	size_t total;
 
-	(void)cookie;
 	if (l == NULL || peer < 0 || peer >= l->size) {
 		WT_ERROR("tcp: send to bad peer rank %d", peer);
 		return WEFT_ERR_INVALID_ARG;
@@ -1073,11 +1056,12 @@ static weft_status_t tcp_send(wt_link_t *l, int peer, const struct iovec *iov, i
 		WT_ERROR("tcp: send to peer rank %d before connect", peer);
 		return WEFT_ERR_INVALID_ARG;
 	}
-	if (iov_total(iov, iovcnt, TCP_MAX_FRAME, &total) != WEFT_OK) {
+	if (wt_link_iov_total(iov, iovcnt, TCP_MAX_FRAME, &total) != WEFT_OK) {
 		WT_ERROR("tcp: bad iov for a frame to peer rank %d (at most %u bytes)", peer,
 			 (unsigned)TCP_MAX_FRAME);
 		return WEFT_ERR_INVALID_ARG;
 	}
+	*total_out = total;
 	put32(hdr, (uint32_t)total);
 	if (p->state == TCP_UP && p->txq == NULL && iovcnt < TCP_IOV_BATCH)
 		return send_direct(l, peer, hdr, iov, iovcnt, total);
@@ -1090,6 +1074,20 @@ static weft_status_t tcp_send(wt_link_t *l, int peer, const struct iovec *iov, i
 	if (p->state == TCP_UP && tx_flush(l, peer) != 0)
 		return p->status;
 	return WEFT_OK;
+}
+
+static weft_status_t tcp_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+			      void *cookie)
+{
+	size_t total = 0;
+	weft_status_t st = send_frame(l, peer, iov, iovcnt, &total);
+
+	(void)cookie;
+	if (st == WEFT_OK) {
+		l->peers[peer].tx_frames++;
+		l->peers[peer].tx_bytes += total;
+	}
+	return st;
 }
 
 /* ---- receive ---- */
@@ -1166,6 +1164,8 @@ static void rx_deliver(wt_link_t *l, int peer, wt_link_event_t *ev, size_t len)
 	ev->data = p->rx + p->rx_off + 4;
 	ev->len = len;
 	p->rx_off += 4 + len;
+	p->rx_frames++;
+	p->rx_bytes += len;
 	if (!p->rx_delivered) {
 		p->rx_delivered = 1;
 		l->deliv[l->ndeliv++] = peer;
@@ -1396,6 +1396,18 @@ static weft_status_t tcp_probe(char *msg, size_t msglen)
 	return WEFT_OK;
 }
 
+static void tcp_stats(wt_link_t *l, int peer, wt_link_stats_t *st)
+{
+	if (l == NULL || st == NULL || peer < 0 || peer >= l->size)
+		return;
+	const struct tcp_peer *p = &l->peers[peer];
+
+	st->frames_sent += p->tx_frames;
+	st->bytes_sent += p->tx_bytes;
+	st->frames_received += p->rx_frames;
+	st->bytes_received += p->rx_bytes;
+}
+
 const wt_link_ops_t wt_tcp_ops = {
     .size = sizeof(wt_link_ops_t),
     .name = "tcp",
@@ -1411,4 +1423,5 @@ const wt_link_ops_t wt_tcp_ops = {
     .arm = tcp_arm,
     .disarm = tcp_disarm,
     .close = tcp_close,
+    .stats = tcp_stats,
 };

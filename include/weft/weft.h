@@ -4,6 +4,7 @@
 #define WEFT_WEFT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -214,6 +215,41 @@ WEFT_API weft_status_t weft_comm_abort(weft_comm_t *comm);
 /* *err: WEFT_OK, or the error that broke comm in the background (WEFT_ERR_PEER_FAILED
  * when a member died or stopped answering, WEFT_ERR_ABORTED after abort). */
 WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t *comm, weft_status_t *err);
+
+/* Counters of the traffic between this rank and one peer of a communicator, as the link
+ * carrying it sees them. Set size to sizeof(weft_link_stats_t) before the call: the
+ * library fills only the fields that fit in size, so programs built against an older
+ * (shorter) struct keep working. Frames and bytes are what crossed the link, including
+ * retransmissions and acknowledgements; the protocol counters are non-zero only where
+ * weft's reliability protocol runs (udp, dpdk, any link under WEFT_FAULT); the fault_*
+ * counters only under WEFT_FAULT. */
+typedef struct {
+	size_t size;	      /* in: sizeof(weft_link_stats_t) */
+	char link[16];	      /* the link driver: "shm", "tcp", "udp", ... */
+	int reliability;      /* 1: weft's reliability protocol runs on this link */
+	uint64_t frames_sent;
+	uint64_t bytes_sent;
+	uint64_t frames_received;
+	uint64_t bytes_received;
+	uint64_t retransmits; /* frames sent again (timeouts and fast retransmits) */
+	uint64_t timeouts;    /* retransmission timer expiries */
+	uint64_t drops;	      /* received frames discarded: outside the window */
+	uint64_t duplicates;  /* received frames discarded as already delivered */
+	uint64_t corrupt;     /* received frames discarded: bad CRC or header */
+	uint64_t rejected;    /* received frames discarded: unknown or stale epoch, bad proof */
+	uint64_t rto_us;      /* current retransmission timeout */
+	uint64_t srtt_us;     /* smoothed round-trip time */
+	uint32_t window;      /* current send window, frames */
+	uint32_t in_flight;   /* frames sent and not yet acknowledged */
+	uint64_t fault_drops; /* WEFT_FAULT: frames to this peer dropped, duplicated, ... */
+	uint64_t fault_dups;
+	uint64_t fault_reorders;
+	uint64_t fault_delays;
+	uint64_t fault_corrupts;
+} weft_link_stats_t;
+/* peer is a rank of comm other than the caller's own. WEFT_ERR_INVALID_ARG for a NULL
+ * argument, a size smaller than the size field, or a peer out of range or equal to us. */
+WEFT_API weft_status_t weft_comm_link_stats(weft_comm_t *comm, int peer, weft_link_stats_t *stats);
 
 /* Waits, frees the request, sets *req = NULL and returns the operation's status. */
 WEFT_API weft_status_t weft_wait(weft_request_t **req);

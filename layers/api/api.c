@@ -117,6 +117,7 @@ WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm)
 	for (size_t i = 0; i < comm->ngroup; i++)
 		wt_api_req_abandon(comm->group[i]);
 	free(comm->group);
+	wt_api_comm_log_stats(comm);
 	wt_api_comm_unregister(comm);
 	wt_api_ctx_release(comm->ctx);
 	free(comm->world);

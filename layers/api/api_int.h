@@ -11,6 +11,7 @@
 #include "lib/util/crypto.h"
 #include "lib/boot/store.h"
 #include "drivers/link.h"
+#include "drivers/fault.h"
 #include "layers/channel/channel.h"
 #include "layers/schedule/plan.h"
 #include "layers/schedule/exec.h"
@@ -23,7 +24,8 @@ typedef struct wt_api_ctx wt_api_ctx_t;
 typedef struct {
 	double timeout;		  /* WEFT_TIMEOUT: every blocking wait */
 	double connect_timeout;	  /* WEFT_CONNECT_TIMEOUT */
-	char links[16];		  /* WEFT_LINKS: auto | tcp | shm */
+	char links[16];		  /* WEFT_LINKS: auto or a driver name (shm, tcp, udp) */
+	wt_fault_config_t fault;  /* WEFT_FAULT: injected at every link's boundary */
 	char algo[256];		  /* WEFT_ALGO: spec ("ring", "allreduce:ring,...") or "" */
 	size_t seg_bytes;	  /* WEFT_SEG_SIZE: pipeline segment (0 = algorithm default) */
 	size_t eager_limit;	  /* WEFT_EAGER_LIMIT (0 = channel default) */
@@ -48,7 +50,11 @@ struct wt_api_ctx {
 	wt_boot_server_t *server; /* on world rank 0 */
 	wt_boot_store_t *store;
 
-	wt_link_t *links[4];
+	wt_link_t *links[4]; /* what the channel uses: the top of each link's stack */
+	/* Each link's stack, bottom (the driver) first: + fault injector (WEFT_FAULT) +
+	 * reliability layer (when the link below is not reliable). Closed top first. */
+	wt_link_t *link_stack[4][3];
+	int stack_depth[4];
 	const char *link_names[4];
 	int nlinks;
 	int *peer_link; /* index into links per world rank; -1 = self */
@@ -212,6 +218,8 @@ weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_
 void wt_api_req_abandon(weft_request_t *req);
 weft_status_t wt_api_wait_one(weft_request_t **req);
 weft_status_t wt_api_test_one(weft_request_t **req, int *done);
+/* WEFT_LOG_LEVEL=info: one line per peer link of comm with its counters (stats.c). */
+void wt_api_comm_log_stats(weft_comm_t *comm);
 void wt_api_set_error(weft_comm_t *comm, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* ctx_free: drop the reusable net-op records and the memoised plan. */

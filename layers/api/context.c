@@ -14,6 +14,7 @@
 #include "lib/util/log.h"
 #include "lib/util/time.h"
 #include "layers/api/api_int.h"
+#include "layers/channel/rel.h"
 
 #define WT_API_HOSTID_MAX 300
 #define WT_API_BLOB_MAX (WT_LINK_ADDR_MAX + 64)
@@ -198,11 +199,23 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 	s = wt_util_env_str("WEFT_LINKS");
 	if (s == NULL)
 		s = "auto";
-	if (strcmp(s, "auto") != 0 && strcmp(s, "tcp") != 0 && strcmp(s, "shm") != 0) {
-		ctx_err(err, errlen, "WEFT_LINKS='%s' is not one of auto, tcp, shm", s);
+	if (strcmp(s, "auto") != 0 && wt_link_find(s) == NULL) {
+		char names[128] = "auto";
+
+		for (const wt_link_ops_t *const *o = wt_link_all(); *o != NULL; o++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), ", %s",
+				 (*o)->name);
+		ctx_err(err, errlen, "WEFT_LINKS='%s' is not one of %s", s, names);
 		return WEFT_ERR_INVALID_ARG;
 	}
 	snprintf(c->links, sizeof(c->links), "%s", s);
+	char why[200];
+
+	st = wt_fault_parse(wt_util_env_str("WEFT_FAULT"), &c->fault, why, sizeof(why));
+	if (st != WEFT_OK) {
+		ctx_err(err, errlen, "WEFT_FAULT is invalid: %s", why);
+		return st;
+	}
 	st = read_algo(c, err, errlen);
 	if (st == WEFT_OK)
 		st = read_cost("WEFT_COST_SHM", &cost_shm_default, &c->cost_shm, err, errlen);
@@ -370,6 +383,8 @@ static int link_index(wt_api_ctx_t *ctx, const char *name)
 	return -1;
 }
 
+static weft_status_t wrap_link(wt_api_ctx_t *ctx, int i, char *err, size_t errlen);
+
 static weft_status_t open_link(wt_api_ctx_t *ctx, const char *name, const char *bind_ip, char *err,
 			       size_t errlen)
 {
@@ -405,9 +420,47 @@ static weft_status_t open_link(wt_api_ctx_t *ctx, const char *name, const char *
 			weft_strerror(st));
 		return st;
 	}
-	ctx->links[ctx->nlinks] = link;
-	ctx->link_names[ctx->nlinks] = ops->name;
-	ctx->nlinks++;
+	int i = ctx->nlinks++;
+
+	ctx->link_names[i] = ops->name;
+	ctx->link_stack[i][0] = link;
+	ctx->stack_depth[i] = 1;
+	ctx->links[i] = link;
+	return wrap_link(ctx, i, err, errlen);
+}
+
+/* Stack the fault injector (WEFT_FAULT) and, when what is below is not reliable, the
+ * channel's reliability protocol on link i. */
+static weft_status_t wrap_link(wt_api_ctx_t *ctx, int i, char *err, size_t errlen)
+{
+	wt_link_t *top = ctx->links[i];
+	weft_status_t st;
+
+	if (ctx->cfg.fault.enabled) {
+		st = wt_fault_wrap(top, &ctx->cfg.fault, ctx->rank, &top);
+		if (st != WEFT_OK) {
+			ctx_err(err, errlen, "link '%s': setting up WEFT_FAULT failed: %s",
+				ctx->link_names[i], weft_strerror(st));
+			return st;
+		}
+		ctx->link_stack[i][ctx->stack_depth[i]++] = top;
+	}
+	if (!(wt_link_ops(top)->caps & WT_LINK_CAP_RELIABLE)) {
+		wt_rel_config_t rc;
+
+		memset(&rc, 0, sizeof(rc));
+		rc.rank = ctx->rank;
+		rc.size = ctx->size;
+		rc.key = ctx->key;
+		st = wt_rel_wrap(top, &rc, &top);
+		if (st != WEFT_OK) {
+			ctx_err(err, errlen, "link '%s': starting the reliability layer failed: %s",
+				ctx->link_names[i], weft_strerror(st));
+			return st;
+		}
+		ctx->link_stack[i][ctx->stack_depth[i]++] = top;
+	}
+	ctx->links[i] = top;
 	return WEFT_OK;
 }
 
@@ -696,6 +749,11 @@ void wt_api_sleep_fds_locked(wt_api_ctx_t *ctx, int timeout_ms)
 		pthread_mutex_lock(&ctx->lock);
 		return;
 	}
+	/* The links' own timers (retransmissions, delayed frames) bound the sleep. */
+	int tm = wt_chan_timer_ms(ctx->chan);
+
+	if (tm >= 0 && tm < timeout_ms)
+		timeout_ms = tm;
 	pending = wt_chan_arm(ctx->chan);
 	/* Set under the lock: whoever completes or aborts a request under it afterwards sees
 	 * us and rings the wake fd. */
@@ -837,8 +895,10 @@ static void ctx_free(wt_api_ctx_t *ctx)
 	}
 	if (ctx->chan != NULL)
 		wt_chan_destroy(ctx->chan);
-	for (int i = 0; i < ctx->nlinks; i++)
-		wt_link_ops(ctx->links[i])->close(ctx->links[i]);
+	for (int i = 0; i < ctx->nlinks; i++) {
+		for (int d = ctx->stack_depth[i] - 1; d >= 0; d--)
+			wt_link_ops(ctx->link_stack[i][d])->close(ctx->link_stack[i][d]);
+	}
 	wt_api_req_ctx_release(ctx);
 	if (ctx->cache != NULL)
 		wt_sched_cache_free(ctx->cache);
@@ -966,6 +1026,29 @@ weft_status_t wt_api_ctx_create(wt_api_ctx_t **out, char *err, size_t errlen)
  * socket with unread input resets it. So every rank waits here until all have arrived,
  * and rank 0, whose store the others read, until all have left. Best effort: a failure
  * is logged and the links close anyway. */
+static weft_status_t fini_wait(wt_api_ctx_t *ctx, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	if (ctx->thread_started || ctx->chan == NULL)
+		return wt_boot_store_get(ctx->store, "fini/done", buf, cap, &len,
+					 ctx->cfg.connect_timeout);
+	/* No progress thread: keep the links answering while we wait, or a peer whose last
+	 * frame's acknowledgement was lost retransmits to nobody and never gets here. */
+	uint64_t deadline = wt_util_deadline_in(ctx->cfg.connect_timeout);
+
+	for (;;) {
+		pthread_mutex_lock(&ctx->lock);
+		wt_api_progress_locked(ctx);
+		pthread_mutex_unlock(&ctx->lock);
+		weft_status_t st =
+		    wt_boot_store_get(ctx->store, "fini/done", buf, cap, &len, 0.005);
+
+		if (st != WEFT_ERR_TIMEOUT || wt_util_deadline_passed(deadline))
+			return st;
+	}
+}
+
 static void fini_barrier(wt_api_ctx_t *ctx)
 {
 	uint64_t deadline;
@@ -976,11 +1059,8 @@ static void fini_barrier(wt_api_ctx_t *ctx)
 	st = wt_boot_store_add(ctx->store, "fini/arrived", 1, &n);
 	if (st == WEFT_OK && n == ctx->size)
 		st = wt_boot_store_set(ctx->store, "fini/done", "1", 1);
-	if (st == WEFT_OK) {
-		size_t len = 0;
-		st = wt_boot_store_get(ctx->store, "fini/done", buf, sizeof(buf), &len,
-				       ctx->cfg.connect_timeout);
-	}
+	if (st == WEFT_OK)
+		st = fini_wait(ctx, buf, sizeof(buf));
 	if (st == WEFT_OK)
 		st = wt_boot_store_add(ctx->store, "fini/left", 1, &n);
 	deadline = wt_util_deadline_in(5);

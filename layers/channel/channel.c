@@ -10,6 +10,7 @@
 
 #include "layers/channel/channel.h"
 #include "layers/channel/wire.h"
+#include "layers/channel/rel.h"
 #include "lib/util/dtype.h"
 #include "lib/util/env.h"
 #include "lib/util/log.h"
@@ -1846,7 +1847,14 @@ weft_status_t wt_chan_set_link(wt_chan_t *ch, int peer, wt_link_t *link)
 		return WEFT_ERR_INVALID_ARG;
 	}
 	size_t mf = wt_link_max_frame(link);
+	uint32_t need = WT_LINK_CAP_RELIABLE | WT_LINK_CAP_ORDERED;
 
+	if ((wt_link_ops(link)->caps & need) != need) {
+		WT_ERROR("channel: link %s for rank %d is not reliable and ordered; it needs the "
+			 "reliability layer (wt_rel_wrap)",
+			 wt_link_ops(link)->name, peer);
+		return WEFT_ERR_INVALID_ARG;
+	}
 	if (mf < WT_CHAN_HDR_LEN + WT_CHAN_FRAG_ALIGN) {
 		WT_ERROR("channel: link %s frames of %zu bytes are too small (need %d)",
 			 wt_link_ops(link)->name, mf, WT_CHAN_HDR_LEN + WT_CHAN_FRAG_ALIGN);
@@ -1948,6 +1956,41 @@ void wt_chan_disarm(wt_chan_t *ch)
 		if (ops->disarm != NULL)
 			ops->disarm(ch->links[i]);
 	}
+}
+
+int wt_chan_timer_ms(wt_chan_t *ch)
+{
+	int best = -1;
+
+	if (ch == NULL)
+		return -1;
+	for (int i = 0; i < ch->nlinks; i++) {
+		const wt_link_ops_t *ops = wt_link_ops(ch->links[i]);
+		int t = ops->timer_ms != NULL ? ops->timer_ms(ch->links[i]) : -1;
+
+		if (t >= 0 && (best < 0 || t < best))
+			best = t;
+	}
+	return best;
+}
+
+weft_status_t wt_chan_link_stats(wt_chan_t *ch, int peer, wt_link_stats_t *st, const char **name,
+				 int *reliable)
+{
+	if (ch == NULL || st == NULL || peer < 0 || peer >= ch->size ||
+	    ch->peers[peer].link == NULL)
+		return WEFT_ERR_INVALID_ARG;
+	wt_link_t *link = ch->peers[peer].link;
+	const wt_link_ops_t *ops = wt_link_ops(link);
+
+	memset(st, 0, sizeof(*st));
+	if (ops->stats != NULL)
+		ops->stats(link, peer, st);
+	if (name != NULL)
+		*name = ops->name;
+	if (reliable != NULL)
+		*reliable = wt_rel_is(link);
+	return WEFT_OK;
 }
 
 void wt_chan_fail_peer(wt_chan_t *ch, int peer, weft_status_t st, const char *why)

@@ -44,7 +44,9 @@ void wt_chan_heartbeat_counts(const wt_chan_t *ch, uint64_t *sent, uint64_t *rec
 
 weft_status_t wt_chan_create(const wt_chan_config_t *cfg, wt_chan_t **ch);
 /* Route traffic for peer over link (the caller keeps the link open until the channel
- * is destroyed). A link may serve many peers. */
+ * is destroyed). A link may serve many peers. The link must be RELIABLE and ORDERED:
+ * wrap an unreliable one (udp, dpdk, anything under WEFT_FAULT) with wt_rel_wrap
+ * (rel.h) first. */
 weft_status_t wt_chan_set_link(wt_chan_t *ch, int peer, wt_link_t *link);
 
 /* Post a send of the concatenation of iov to peer. The buffers must stay valid until
@@ -72,6 +74,15 @@ int wt_chan_fds(wt_chan_t *ch, int *fds, int max);
 /* Before sleeping on the fds: 1 if work is pending (do not sleep), else 0. */
 int wt_chan_arm(wt_chan_t *ch);
 void wt_chan_disarm(wt_chan_t *ch);
+/* Milliseconds until wt_chan_progress must run again for the links' timers
+ * (retransmissions, delayed frames): 0 if due, -1 if none. A caller about to sleep on the
+ * fds sleeps no longer. */
+int wt_chan_timer_ms(wt_chan_t *ch);
+/* Counters of the traffic with peer through its link stack (see wt_link_stats_t); *name
+ * (if not NULL) gets the link's name and *reliable whether the reliability protocol runs
+ * on it. WEFT_ERR_INVALID_ARG for a peer without a link (ourselves, or not routed). */
+weft_status_t wt_chan_link_stats(wt_chan_t *ch, int peer, wt_link_stats_t *st, const char **name,
+				 int *reliable);
 /* Declare peer failed: every pending and future op with it fails with st. */
 void wt_chan_fail_peer(wt_chan_t *ch, int peer, weft_status_t st, const char *why);
 /* Number of ops not yet completed (for leak checks in tests). */

@@ -1364,7 +1364,8 @@ weft_status_t wt_boot_store_get(wt_boot_store_t *st, const char *key, void *buf,
 		snprintf(st->err, sizeof(st->err),
 			 "rendezvous store at %s: key '%s' not set within %g s", st->where, key,
 			 timeout_s);
-		WT_WARN("%s", st->err);
+		/* Callers poll with short waits; the one that gives up reports it. */
+		WT_DEBUG("%s", st->err);
 		return WEFT_ERR_TIMEOUT;
 	}
 	if (status != WT_BOOT_ST_OK) {

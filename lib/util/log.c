@@ -35,15 +35,19 @@ static void write_all(const char *buf, size_t len)
 	}
 }
 
+#define WT_LOG_OFF (-1) /* "off": not even errors (fuzzing, embedders with their own) */
+
 static int parse_level(const char *s)
 {
+	if (strcasecmp(s, "off") == 0)
+		return WT_LOG_OFF;
 	for (int i = 0; i <= WT_LOG_TRACE; i++) {
 		if (strcasecmp(s, wt_log_env_names[i]) == 0)
 			return i;
 	}
 	if (s[0] >= '0' && s[0] <= '4' && s[1] == '\0')
 		return s[0] - '0';
-	return -1;
+	return -2;
 }
 
 static void read_level(void)
@@ -53,11 +57,11 @@ static void read_level(void)
 
 	if (s && *s) {
 		lvl = parse_level(s);
-		if (lvl < 0) {
+		if (lvl < WT_LOG_OFF) {
 			char msg[256];
 			int n = snprintf(msg, sizeof(msg),
 					 "weft: WEFT_LOG_LEVEL='%.64s' is not one of "
-					 "error|warn|info|debug|trace|0..4; using warn\n",
+					 "off|error|warn|info|debug|trace|0..4; using warn\n",
 					 s);
 
 			if (n > 0)

@@ -6,15 +6,41 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "drivers/fault.h"
+#include "layers/channel/rel.h"
 #include "lib/util/crypto.h"
 #include "lib/util/time.h"
 #include "tests/unit/channel/chantest.h"
 
 static int job_counter;
+
+/* As the API does: the fault injector under WEFT_FAULT, then the reliability layer on
+ * whatever is not reliable. */
+static void stack_up(ct_fab_t *f, int r, const ct_opts_t *o)
+{
+	wt_fault_config_t fc;
+	char err[200];
+
+	assert_int_equal(wt_fault_parse(getenv("WEFT_FAULT"), &fc, err, sizeof(err)), WEFT_OK);
+	if (fc.enabled) {
+		assert_int_equal(wt_fault_wrap(f->link[r], &fc, r, &f->link[r]), WEFT_OK);
+		f->stack[r][f->depth[r]++] = f->link[r];
+	}
+	if (wt_link_ops(f->link[r])->caps & WT_LINK_CAP_RELIABLE)
+		return;
+	wt_rel_config_t rc = {.rank = r, .size = 2};
+
+	f->lossy = 1;
+
+	wt_util_key_from_token(&rc.key, o->token);
+	assert_int_equal(wt_rel_wrap(f->link[r], &rc, &f->link[r]), WEFT_OK);
+	f->stack[r][f->depth[r]++] = f->link[r];
+}
 
 static void open_links(ct_fab_t *f, const ct_opts_t *o)
 {
@@ -32,11 +58,17 @@ static void open_links(ct_fab_t *f, const ct_opts_t *o)
 
 		wt_util_key_from_token(&cfg.key, o->token);
 		assert_int_equal(f->ops->open(&cfg, &f->link[r]), WEFT_OK);
+		f->stack[r][0] = f->link[r];
+		f->depth[r] = 1;
+		stack_up(f, r, o);
 		blen[r] = sizeof(blob[r]);
-		assert_int_equal(f->ops->address(f->link[r], blob[r], &blen[r]), WEFT_OK);
+		assert_int_equal(wt_link_ops(f->link[r])->address(f->link[r], blob[r], &blen[r]),
+				 WEFT_OK);
 	}
-	assert_int_equal(f->ops->connect(f->link[0], 1, blob[1], blen[1]), WEFT_OK);
-	assert_int_equal(f->ops->connect(f->link[1], 0, blob[0], blen[0]), WEFT_OK);
+	assert_int_equal(wt_link_ops(f->link[0])->connect(f->link[0], 1, blob[1], blen[1]),
+			 WEFT_OK);
+	assert_int_equal(wt_link_ops(f->link[1])->connect(f->link[1], 0, blob[0], blen[0]),
+			 WEFT_OK);
 }
 
 void ct_open(ct_fab_t *f, const char *driver, const ct_opts_t *o)
@@ -56,6 +88,7 @@ void ct_open(ct_fab_t *f, const char *driver, const ct_opts_t *o)
 		print_message("driver %s cannot run here: %s\n", driver, msg);
 		skip();
 	}
+	f->reliable_driver = (f->ops->caps & WT_LINK_CAP_RELIABLE) != 0;
 	open_links(f, o);
 	for (int r = 0; r < 2; r++) {
 		wt_chan_config_t cc = o->chan;
@@ -77,8 +110,16 @@ void ct_close(ct_fab_t *f)
 	}
 	for (int r = 0; r < 2; r++) {
 		if (f->link[r] != NULL)
-			f->ops->close(f->link[r]);
+			ct_close_link(f, r);
 	}
+}
+
+void ct_close_link(ct_fab_t *f, int r)
+{
+	for (int d = f->depth[r] - 1; d >= 0; d--)
+		wt_link_ops(f->stack[r][d])->close(f->stack[r][d]);
+	f->depth[r] = 0;
+	f->link[r] = NULL;
 }
 
 int ct_pump_once(ct_fab_t *f, int mask)
@@ -104,8 +145,16 @@ int ct_pump_once(ct_fab_t *f, int mask)
 			pfd[nfd++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
 		busy |= wt_chan_arm(f->ch[r]);
 	}
+	int ms = f->poll_ms;
+
+	for (int r = 0; r < 2; r++) {
+		int t = (mask & (1 << r)) ? wt_chan_timer_ms(f->ch[r]) : -1;
+
+		if (t >= 0 && t < ms)
+			ms = t; /* the reliability layer's timers run inside progress */
+	}
 	if (!busy && nfd > 0)
-		poll(pfd, (nfds_t)nfd, f->poll_ms);
+		poll(pfd, (nfds_t)nfd, ms);
 	for (int r = 0; r < 2; r++) {
 		if (mask & (1 << r))
 			wt_chan_disarm(f->ch[r]);

@@ -8,11 +8,17 @@
 #include "drivers/link.h"
 #include "layers/channel/channel.h"
 
-/* The pair: link[r] and ch[r] belong to rank r. */
+/* The pair: link[r] and ch[r] belong to rank r. link[r] is the top of rank r's link
+ * stack: the driver's link, under WEFT_FAULT the fault injector on it, and the
+ * reliability layer on what is not reliable (as the API stacks them). */
 typedef struct {
 	const char *driver;
-	const wt_link_ops_t *ops;
+	const wt_link_ops_t *ops; /* the driver's */
 	wt_link_t *link[2];
+	wt_link_t *stack[2][3]; /* bottom first */
+	int depth[2];
+	int reliable_driver; /* the driver itself is reliable (reports a lost peer) */
+	int lossy;	     /* frames may be lost and resent: the reliability layer runs */
 	wt_chan_t *ch[2];
 	double wait_s; /* how long ct_pump_until waits before failing the test */
 	int poll_ms;   /* how long an idle ct_pump_once sleeps on the fds */
@@ -33,6 +39,8 @@ void ct_open(ct_fab_t *f, const char *driver, const ct_opts_t *o);
 /* Destroys the channels (which must have nothing outstanding) and closes the links; a
  * test may have closed either already and set it to NULL. */
 void ct_close(ct_fab_t *f);
+/* Closes rank r's link stack (top first) and sets link[r] to NULL. */
+void ct_close_link(ct_fab_t *f, int r);
 /* Progresses the ranks in mask (bit r: rank r) once; when idle, sleeps briefly on their
  * fds as the progress thread does. Returns the events progress reported. */
 int ct_pump_once(ct_fab_t *f, int mask);
@@ -44,12 +52,16 @@ void ct_pump_until(ct_fab_t *f, const int *count, int target);
 #define CT_DRIVER_MAIN(title)                                                                      \
 	int main(int argc, char **argv)                                                            \
 	{                                                                                          \
-		static char shm[] = "shm", tcp[] = "tcp";                                          \
+		static char shm[] = "shm", tcp[] = "tcp", udp[] = "udp";                           \
 		const struct CMUnitTest shm_tests[] = {DRIVER_TESTS(shm)};                         \
 		const struct CMUnitTest tcp_tests[] = {DRIVER_TESTS(tcp)};                         \
+		const struct CMUnitTest udp_tests[] = {DRIVER_TESTS(udp)};                         \
                                                                                                    \
 		if (argc > 1 && strcmp(argv[1], "tcp") == 0)                                       \
 			return cmocka_run_group_tests_name(title " over tcp", tcp_tests, NULL,     \
+							   NULL);                                  \
+		if (argc > 1 && strcmp(argv[1], "udp") == 0)                                       \
+			return cmocka_run_group_tests_name(title " over udp", udp_tests, NULL,     \
 							   NULL);                                  \
 		return cmocka_run_group_tests_name(title " over shm", shm_tests, NULL, NULL);      \
 	}

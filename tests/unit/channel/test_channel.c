@@ -484,6 +484,21 @@ static void test_cancel_recv(void **state)
 
 	if (cancelled)
 		wt_chan_cancel(f.ch[1], op);
+	/* Over a lossy link the RTS may arrive only after the cancel: it is then unexpected
+	 * and the send waits, as it should, for a receive that matches it. Give it one. */
+	uint64_t dl = wt_util_deadline_in(f.lossy ? 1.0 : WAIT_S);
+
+	while (!ds.fired && !wt_util_deadline_passed(dl))
+		ct_pump_once(&f, 3);
+	if (!ds.fired && f.lossy) {
+		done_t dd = {0};
+
+		memset(bjunk, 0, big);
+		post_recv1(&f, 1, 8, bjunk, big, NULL, &dd, NULL);
+		ct_pump_until(&f, &dd.fired, 1);
+		assert_int_equal(dd.st, WEFT_OK);
+		assert_memory_equal(bjunk, bsrc, big);
+	}
 	ct_pump_until(&f, &ds.fired, 1);
 	pump_rounds(&f, 10);
 	assert_int_equal(ds.st, WEFT_OK);
@@ -630,7 +645,7 @@ static void test_fail_peer(void **state)
 	for (int r = 0; r < 2; r++)
 		wt_chan_destroy(f.ch[r]);
 	for (int r = 0; r < 2; r++)
-		f.ops->close(f.link[r]);
+		ct_close_link(&f, r);
 	free(buf);
 	free(rbuf);
 }
@@ -643,10 +658,16 @@ static void test_peer_lost(void **state)
 	done_t d = {0}, late = {0};
 
 	fab_open(&f, *state, EAGER);
+	if (!f.reliable_driver) {
+		/* Datagrams carry no connection to lose: heartbeats find such a peer (see
+		 * test_heartbeat). */
+		ct_close(&f);
+		skip();
+	}
 	exchange(&f, 0, 100, 0, 1);
 	post_recv1(&f, 0, 1, rb, sizeof(rb), NULL, &d, NULL);
 	wt_chan_destroy(f.ch[1]);
-	f.ops->close(f.link[1]);
+	ct_close_link(&f, 1);
 	uint64_t dl = wt_util_deadline_in(WAIT_S);
 
 	while (!d.fired) {
@@ -663,7 +684,7 @@ static void test_peer_lost(void **state)
 	assert_int_equal(late.st, d.st);
 	assert_int_equal(wt_chan_outstanding(f.ch[0]), 0);
 	wt_chan_destroy(f.ch[0]);
-	f.ops->close(f.link[0]);
+	ct_close_link(&f, 0);
 }
 
 /* Bad arguments are refused at post time, with no op created. */
@@ -718,7 +739,7 @@ static void test_bad_frame(void **state)
 	weft_status_t st;
 	uint64_t dl = wt_util_deadline_in(WAIT_S);
 
-	while ((st = f.ops->send(f.link[1], 0, &iov, 1, NULL)) == WT_AGAIN)
+	while ((st = wt_link_ops(f.link[1])->send(f.link[1], 0, &iov, 1, NULL)) == WT_AGAIN)
 		assert_false(wt_util_deadline_passed(dl));
 	assert_true(st == WEFT_OK || st == WEFT_INPROGRESS);
 	ct_pump_until(&f, &d.fired, 1);

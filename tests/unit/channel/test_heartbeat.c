@@ -257,12 +257,17 @@ static void test_link_error_cb(void **state)
 	char buf[16];
 
 	fab_open(&f, *state, 30.0);
+	if (!f.reliable_driver) {
+		/* Datagrams carry no connection to lose: silence is the only sign. */
+		ct_close(&f);
+		skip();
+	}
 	wt_chan_set_peer_fail_cb(f.ch[0], on_peer_fail, &pf);
 	exchange(&f, 0, 1);
 	assert_int_equal(
 	    wt_chan_post_recv(f.ch[0], 1, 7, buf, sizeof(buf), NULL, on_done, &d, NULL), WEFT_OK);
 	wt_chan_destroy(f.ch[1]);
-	f.ops->close(f.link[1]);
+	ct_close_link(&f, 1);
 	f.ch[1] = NULL;
 	f.link[1] = NULL;
 	pump_for(&f, 1, WAIT_S, &pf.fired);

@@ -1,5 +1,5 @@
 /* Unit tests for the link drivers (tests/unit/drivers): two links of one driver in one
- * process play ranks 0 and 1 of a job; argv[1] names the driver ("shm" or "tcp"). */
+ * process play ranks 0 and 1 of a job; argv[1] names the driver ("shm", "tcp" or "udp"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -57,6 +57,21 @@ static wt_link_config_t make_cfg(int rank, int size, const char *job, const char
 	c.connect_timeout = timeout;
 	c.bind_addr = NULL;
 	return c;
+}
+
+/* Without RELIABLE a driver may lose frames under overload; the common tests send it only
+ * a little traffic on loopback, far below its socket buffers, where nothing is lost. */
+static int reliable(void)
+{
+	return (ops->caps & WT_LINK_CAP_RELIABLE) != 0;
+}
+
+/* A batching driver (udp) hands queued frames to the kernel in poll() and arm(); a
+ * progress engine always calls one of them before it sleeps. */
+static void push(wt_link_t *l)
+{
+	if (ops->arm(l) == 0)
+		ops->disarm(l);
 }
 
 static void new_job(char *job, size_t len)
@@ -273,7 +288,8 @@ static void test_small_both_ways(void **state)
 
 	(void)state;
 	pair_open(&p, "tok", "tok", WAIT_S);
-	assert_true(wt_link_max_frame(p.l[0]) >= 65536);
+	/* Datagram drivers are bounded by the MTU; their own tests check the exact value. */
+	assert_true(wt_link_max_frame(p.l[0]) >= (reliable() ? 65536 : 512));
 	exchange(&p, 50);
 	pair_close(&p);
 	assert_int_equal(count_fds(), fds);
@@ -284,6 +300,8 @@ static void test_many_frames(void **state)
 	struct pair p;
 
 	(void)state;
+	if (!reliable())
+		skip(); /* may lose frames by design; test_udp_stream is the lossy version */
 	pair_open(&p, "tok", "tok", WAIT_S);
 	/* About 150 MB each way: the shm ring wraps dozens of times. */
 	exchange(&p, 100000);
@@ -300,6 +318,8 @@ static void test_backpressure(void **state)
 	uint64_t deadline;
 
 	(void)state;
+	if (!reliable())
+		skip(); /* an unreliable receiver that does not poll drops, it does not push back */
 	pair_open(&p, "tok", "tok", WAIT_S);
 	buf = malloc(wt_link_max_frame(p.l[0]));
 	assert_non_null(buf);
@@ -407,6 +427,7 @@ static void test_sleeping(void **state)
 	assert_int_equal(ops->arm(p.l[1]), 0);
 	assert_int_equal(poll(&pfd, 1, 200), 0); /* idle: nothing wakes it */
 	assert_int_equal(ops->send(p.l[0], 1, &iov, 1, NULL), WEFT_OK);
+	push(p.l[0]);
 	assert_int_equal(poll(&pfd, 1, (int)(WAIT_S * 1000)), 1);
 	ops->disarm(p.l[1]);
 	n = ops->poll(p.l[1], ev, MAX_EV);
@@ -416,6 +437,7 @@ static void test_sleeping(void **state)
 	assert_memory_equal(ev[0].data, buf, sizeof(buf));
 	/* A frame already waiting: arm() says so, or the fd is readable at once. */
 	assert_int_equal(ops->send(p.l[0], 1, &iov, 1, NULL), WEFT_OK);
+	push(p.l[0]);
 	if (strcmp(ops->name, "shm") == 0)
 		assert_int_equal(ops->arm(p.l[1]), 1);
 	if (ops->arm(p.l[1]) == 0) {
@@ -441,6 +463,8 @@ static void test_wrong_key(void **state)
 	weft_status_t st;
 
 	(void)state;
+	if (!reliable())
+		skip(); /* no handshake in the driver: the reliability layer proves the token */
 	pair_open(&bad, "right", "wrong", 2.0);
 	/* The dialer (rank 1) or both ends refuse; no frame ever flows. */
 	st = wait_peer_error(bad.l[1], 0, bad.l[0], WAIT_S);
@@ -467,6 +491,8 @@ static void test_peer_closed(void **state)
 	struct pair p;
 
 	(void)state;
+	if (!reliable())
+		skip(); /* no connection to lose: the reliability layer's heartbeats notice */
 	pair_open(&p, "tok", "tok", WAIT_S);
 	exchange(&p, 5);
 	ops->close(p.l[1]);
@@ -479,6 +505,15 @@ static void test_peer_closed(void **state)
 		assert_int_equal(ops->send(p.l[0], 1, &iov, 1, NULL), WEFT_ERR_PEER_FAILED);
 	}
 	pair_close(&p);
+}
+
+static size_t blob_ip_offset(size_t len)
+{
+	if (strcmp(ops->name, "tcp") == 0)
+		return 20;
+	if (strcmp(ops->name, "udp") == 0)
+		return 24;
+	return len;
 }
 
 static void test_malformed_blob(void **state)
@@ -503,8 +538,8 @@ static void test_malformed_blob(void **state)
 	assert_int_equal(ops->connect(l0, 0, blob, len), WEFT_ERR_INVALID_ARG);
 	assert_int_equal(ops->connect(l0, 7, blob, len), WEFT_ERR_INVALID_ARG);
 	/* Every single-byte corruption is either refused or harmless to parse. */
-	/* tcp: bytes 20.. are the IP, never corrupted: traffic stays on loopback. */
-	for (size_t i = 0; i < (strcmp(ops->name, "tcp") == 0 ? 20 : len); i++) {
+	/* The IP (tcp: bytes 20.., udp: 24..) is never corrupted: traffic stays on loopback. */
+	for (size_t i = 0; i < blob_ip_offset(len); i++) {
 		wt_link_t *t = open_link(2, 3, job, "tok", 1.0);
 		weft_status_t st;
 
@@ -720,6 +755,538 @@ static void test_shm_corrupt_ring(void **state)
 	pair_close(&p);
 }
 
+/* ---- udp only ---- */
+
+#define UDP_LOOPBACK_MAX 65507 /* lo's MTU 65536 is past the largest IPv4 datagram */
+
+static wt_link_stats_t stats_of(wt_link_t *l, int peer)
+{
+	wt_link_stats_t st;
+
+	memset(&st, 0, sizeof(st));
+	assert_non_null(ops->stats);
+	ops->stats(l, peer, &st);
+	return st;
+}
+
+static void pattern_fill(uint8_t *buf, uint32_t tag, size_t len)
+{
+	for (size_t j = 0; j < len; j++)
+		buf[j] = (uint8_t)(tag * 31u + j * 7u + (j >> 8));
+}
+
+static int pattern_ok(const uint8_t *buf, uint32_t tag, size_t len)
+{
+	for (size_t j = 0; j < len; j++) {
+		if (buf[j] != (uint8_t)(tag * 31u + j * 7u + (j >> 8)))
+			return 0;
+	}
+	return 1;
+}
+
+/* Sleeps on l's fd the way a progress engine does, at most ms. */
+static void nap(wt_link_t *l, int ms)
+{
+	struct pollfd pfd = {.fd = ops->fd(l), .events = POLLIN};
+
+	if (ops->arm(l) == 0)
+		poll(&pfd, 1, ms);
+	ops->disarm(l);
+}
+
+/* Polls l until count frames from peer arrived; checks each against (tags, lens) in order. */
+static void expect_frames(wt_link_t *l, int peer, const uint32_t *tags, const size_t *lens,
+			  int count)
+{
+	uint64_t deadline = wt_util_deadline_in(WAIT_S);
+	wt_link_event_t ev[MAX_EV];
+	int got = 0;
+
+	while (got < count) {
+		int n = ops->poll(l, ev, MAX_EV);
+
+		assert_true(n >= 0 && got + n <= count);
+		for (int i = 0; i < n; i++, got++) {
+			assert_int_equal(ev[i].type, WT_LINK_EV_FRAME);
+			assert_int_equal(ev[i].peer, peer);
+			assert_int_equal(ev[i].len, lens[got]);
+			assert_true(pattern_ok(ev[i].data, tags[got], lens[got]));
+		}
+		if (n == 0)
+			nap(l, 50);
+		assert_false(wt_util_deadline_passed(deadline));
+	}
+}
+
+/* Polls l for ms and asserts that no frame arrives. */
+static void expect_quiet(wt_link_t *l, int ms)
+{
+	uint64_t deadline = wt_util_deadline_in(ms / 1000.0);
+	wt_link_event_t ev[MAX_EV];
+
+	while (!wt_util_deadline_passed(deadline)) {
+		assert_int_equal(ops->poll(l, ev, MAX_EV), 0);
+		nap(l, 10);
+	}
+}
+
+/* Sends a frame of len bytes to peer in three iov pieces (some may be empty). */
+static void send_pieces(wt_link_t *l, int peer, uint32_t tag, size_t len, uint8_t *buf)
+{
+	struct iovec iov[3] = {
+	    {buf, len / 3}, {buf + len / 3, len / 3}, {buf + 2 * (len / 3), len - 2 * (len / 3)}};
+
+	pattern_fill(buf, tag, len);
+	assert_int_equal(ops->send(l, peer, iov, 3, NULL), WEFT_OK);
+}
+
+/* Frames of every size class arrive intact, with the right peer and length, both ways;
+ * the counters add up to exactly what crossed. */
+static void test_udp_frames(void **state)
+{
+	struct pair p;
+	size_t mf, lens[6], total = 0;
+	uint32_t tags[6];
+	uint8_t *buf;
+	struct pollfd pfd;
+
+	(void)state;
+	pair_open(&p, "tok", "tok", WAIT_S);
+	mf = wt_link_max_frame(p.l[0]);
+	assert_int_equal(mf, UDP_LOOPBACK_MAX);
+	assert_int_equal(wt_link_max_frame(p.l[1]), UDP_LOOPBACK_MAX);
+	assert_int_equal(ops->caps, WT_LINK_CAP_HAS_FD);
+	buf = malloc(mf);
+	assert_non_null(buf);
+	lens[0] = 0, lens[1] = 1, lens[2] = 5, lens[3] = 1472, lens[4] = mf - 1, lens[5] = mf;
+	for (int s = 0; s < 2; s++) {
+		for (int k = 0; k < 6; k++) {
+			tags[k] = (uint32_t)(s * 100 + k);
+			send_pieces(p.l[s], 1 - s, tags[k], lens[k], buf);
+		}
+		if (s == 0) {
+			/* Batched until poll() or arm(); then queued, arm() says so. */
+			push(p.l[0]);
+			pfd.fd = ops->fd(p.l[1]);
+			pfd.events = POLLIN;
+			assert_int_equal(poll(&pfd, 1, (int)(WAIT_S * 1000)), 1);
+			assert_int_equal(ops->arm(p.l[1]), 1);
+			ops->disarm(p.l[1]);
+		}
+		ops->poll(p.l[s], NULL, 0);
+		expect_frames(p.l[1 - s], s, tags, lens, 6);
+	}
+	for (int k = 0; k < 6; k++)
+		total += lens[k];
+	for (int s = 0; s < 2; s++) {
+		wt_link_stats_t st = stats_of(p.l[s], 1 - s);
+
+		assert_int_equal(st.frames_sent, 6);
+		assert_int_equal(st.bytes_sent, total);
+		assert_int_equal(st.frames_received, 6);
+		assert_int_equal(st.bytes_received, total);
+		assert_int_equal(st.drops, 0);
+	}
+	free(buf);
+	pair_close(&p);
+}
+
+static wt_link_t *open_with_mtu(int rank, int size, const char *job, const char *mtu)
+{
+	wt_link_t *l;
+
+	assert_int_equal(setenv("WEFT_UDP_MTU", mtu, 1), 0);
+	l = open_link(rank, size, job, "tok", WAIT_S);
+	unsetenv("WEFT_UDP_MTU");
+	return l;
+}
+
+static void test_udp_max_frame(void **state)
+{
+	static const char *const bad_mtu[] = {"abc", "575", "65536", "1500x", "-1", " 1500"};
+	struct pair p;
+	uint8_t *buf = malloc(UDP_LOOPBACK_MAX + 1);
+	uint32_t tag = 7;
+	size_t len = 5;
+
+	(void)state;
+	assert_non_null(buf);
+	pair_open(&p, "tok", "tok", WAIT_S);
+	/* Past max_frame, whole or in pieces: refused and nothing is sent. */
+	{
+		struct iovec one = {buf, UDP_LOOPBACK_MAX + 1};
+		struct iovec two[2] = {{buf, 1000}, {buf, UDP_LOOPBACK_MAX - 999}};
+
+		assert_int_equal(ops->send(p.l[0], 1, &one, 1, NULL), WEFT_ERR_INVALID_ARG);
+		assert_int_equal(ops->send(p.l[0], 1, two, 2, NULL), WEFT_ERR_INVALID_ARG);
+	}
+	send_pieces(p.l[0], 1, tag, len, buf);
+	ops->poll(p.l[0], NULL, 0);
+	expect_frames(p.l[1], 0, &tag, &len, 1);
+	expect_quiet(p.l[1], 100);
+	assert_int_equal(stats_of(p.l[0], 1).frames_sent, 1);
+	pair_close(&p);
+	/* WEFT_UDP_MTU: rank 0 at 1500, rank 1 on lo's own; each takes the other's frames. */
+	new_job(p.job, sizeof(p.job));
+	p.l[0] = open_with_mtu(0, 2, p.job, "1500");
+	p.l[1] = open_link(1, 2, p.job, "tok", WAIT_S);
+	assert_int_equal(wt_link_max_frame(p.l[0]), 1472);
+	pair_connect(&p);
+	{
+		struct iovec over = {buf, 1473};
+
+		assert_int_equal(ops->send(p.l[0], 1, &over, 1, NULL), WEFT_ERR_INVALID_ARG);
+	}
+	len = 1472;
+	send_pieces(p.l[0], 1, tag, len, buf);
+	ops->poll(p.l[0], NULL, 0);
+	expect_frames(p.l[1], 0, &tag, &len, 1);
+	len = UDP_LOOPBACK_MAX;
+	send_pieces(p.l[1], 0, tag, len, buf);
+	ops->poll(p.l[1], NULL, 0);
+	expect_frames(p.l[0], 1, &tag, &len, 1);
+	assert_int_equal(stats_of(p.l[0], 1).drops, 0);
+	pair_close(&p);
+	p.l[0] = open_with_mtu(0, 2, p.job, "576");
+	assert_int_equal(wt_link_max_frame(p.l[0]), 548);
+	ops->close(p.l[0]);
+	for (size_t i = 0; i < sizeof(bad_mtu) / sizeof(bad_mtu[0]); i++) {
+		wt_link_config_t c = make_cfg(0, 2, p.job, "tok", WAIT_S);
+		wt_link_t *t = NULL;
+
+		assert_int_equal(setenv("WEFT_UDP_MTU", bad_mtu[i], 1), 0);
+		assert_int_equal(ops->open(&c, &t), WEFT_ERR_INVALID_ARG);
+		assert_null(t);
+	}
+	unsetenv("WEFT_UDP_MTU");
+	free(buf);
+}
+
+static int udp_socket(struct sockaddr_in *sa)
+{
+	socklen_t slen = sizeof(*sa);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	assert_true(fd >= 0);
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)sa, &slen), 0);
+	return fd;
+}
+
+/* The link's own address, from its blob (port at 20, IPv4 at 24). */
+static struct sockaddr_in link_sockaddr(wt_link_t *l)
+{
+	struct sockaddr_in sa = {0};
+	uint8_t blob[WT_LINK_ADDR_MAX];
+	size_t len;
+
+	get_addr(l, blob, &len);
+	sa.sin_family = AF_INET;
+	memcpy(&sa.sin_port, blob + 20, 2);
+	memcpy(&sa.sin_addr, blob + 24, 4);
+	return sa;
+}
+
+/* Datagrams from a socket that is no connected peer are dropped, never reported. */
+static void test_udp_stranger(void **state)
+{
+	struct pair p;
+	struct sockaddr_in me, to;
+	uint8_t buf[2000];
+	uint32_t tag = 3;
+	size_t len = 50;
+	int fd;
+
+	(void)state;
+	pair_open(&p, "tok", "tok", WAIT_S);
+	fd = udp_socket(&me);
+	to = link_sockaddr(p.l[1]);
+	pattern_fill(buf, tag, sizeof(buf));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(
+		    sendto(fd, buf, 100 + 900 * (size_t)i, 0, (struct sockaddr *)&to, sizeof(to)),
+		    100 + 900 * i);
+	assert_int_equal(sendto(fd, buf, 0, 0, (struct sockaddr *)&to, sizeof(to)), 0);
+	send_pieces(p.l[0], 1, tag, len, buf);
+	ops->poll(p.l[0], NULL, 0);
+	expect_frames(p.l[1], 0, &tag, &len, 1);
+	expect_quiet(p.l[1], 100);
+	assert_int_equal(ops->arm(p.l[1]), 0); /* the strangers' datagrams are gone too */
+	ops->disarm(p.l[1]);
+	assert_int_equal(stats_of(p.l[1], 0).frames_received, 1);
+	assert_int_equal(stats_of(p.l[1], 0).bytes_received, len);
+	close(fd);
+	pair_close(&p);
+}
+
+static void blob_make(uint8_t *b, uint32_t rank, uint32_t size, uint32_t mf,
+		      const struct sockaddr_in *sa)
+{
+	uint32_t v;
+	uint16_t h;
+
+	memset(b, 0, 40);
+	memcpy(b, "WUDP", 4);
+	h = htons(1);
+	memcpy(b + 4, &h, 2);
+	h = htons(4);
+	memcpy(b + 6, &h, 2);
+	v = htonl(rank);
+	memcpy(b + 8, &v, 4);
+	v = htonl(size);
+	memcpy(b + 12, &v, 4);
+	v = htonl(mf);
+	memcpy(b + 16, &v, 4);
+	memcpy(b + 20, &sa->sin_port, 2);
+	memcpy(b + 24, &sa->sin_addr, 4);
+}
+
+static void blob_refused(wt_link_t *l, int peer, const uint8_t *good, size_t at, uint8_t val)
+{
+	uint8_t b[40];
+
+	memcpy(b, good, sizeof(b));
+	b[at] = val;
+	assert_int_equal(ops->connect(l, peer, b, sizeof(b)), WEFT_ERR_INVALID_ARG);
+}
+
+/* A hand-made peer (a plain socket with a blob built here): every field is checked, and
+ * a datagram longer than what the peer declared is dropped and counted. */
+static void test_udp_blob_and_truncation(void **state)
+{
+	char job[32];
+	wt_link_t *l;
+	struct sockaddr_in fake, to;
+	uint8_t blob[40], buf[3000];
+	uint32_t tag = 9;
+	size_t len = 1000;
+	int fd;
+
+	(void)state;
+	new_job(job, sizeof(job));
+	l = open_with_mtu(0, 3, job, "1500");
+	fd = udp_socket(&fake);
+	blob_make(blob, 1, 3, 1472, &fake);
+	blob_refused(l, 1, blob, 3, 'X');   /* magic */
+	blob_refused(l, 1, blob, 5, 2);	    /* version */
+	blob_refused(l, 1, blob, 7, 6);	    /* IPv6 blob for an IPv4 link */
+	blob_refused(l, 1, blob, 7, 5);	    /* no such family */
+	blob_refused(l, 1, blob, 11, 2);    /* rank */
+	blob_refused(l, 1, blob, 15, 4);    /* world size */
+	blob_refused(l, 1, blob, 17, 0x01); /* max frame 65537 + ... */
+	blob_refused(l, 1, blob, 18, 0);    /* max frame 256 */
+	blob_refused(l, 1, blob, 22, 1);    /* padding */
+	blob_refused(l, 1, blob, 24, 224);  /* multicast */
+	blob_refused(l, 1, blob, 24, 0);    /* 0.0.0.0 */
+	blob_refused(l, 1, blob, 30, 1);    /* bytes past an IPv4 address */
+	{
+		uint8_t b[40];
+
+		memcpy(b, blob, sizeof(b));
+		b[20] = b[21] = 0; /* port 0 */
+		assert_int_equal(ops->connect(l, 1, b, sizeof(b)), WEFT_ERR_INVALID_ARG);
+		assert_int_equal(ops->connect(l, 1, blob, 39), WEFT_ERR_INVALID_ARG);
+		assert_int_equal(ops->connect(l, 1, blob, 41), WEFT_ERR_INVALID_ARG);
+	}
+	assert_int_equal(ops->connect(l, 1, blob, sizeof(blob)), WEFT_OK);
+	assert_int_equal(ops->connect(l, 1, blob, sizeof(blob)), WEFT_ERR_INVALID_ARG);
+	/* Rank 2 claiming rank 1's address would make its datagrams ambiguous. */
+	blob_make(blob, 2, 3, 1472, &fake);
+	assert_int_equal(ops->connect(l, 2, blob, sizeof(blob)), WEFT_ERR_INVALID_ARG);
+	/* The fake peer declared 1472: 3000 bytes is truncated and dropped, 1000 arrives. */
+	to = link_sockaddr(l);
+	pattern_fill(buf, tag, sizeof(buf));
+	assert_int_equal(sendto(fd, buf, 3000, 0, (struct sockaddr *)&to, sizeof(to)), 3000);
+	assert_int_equal(sendto(fd, buf, len, 0, (struct sockaddr *)&to, sizeof(to)), len);
+	expect_frames(l, 1, &tag, &len, 1);
+	expect_quiet(l, 50);
+	assert_int_equal(stats_of(l, 1).frames_received, 1);
+	assert_int_equal(stats_of(l, 1).drops, 1);
+	/* And it is sent to at the address of its blob. */
+	send_pieces(l, 1, tag + 1, 700, buf);
+	ops->poll(l, NULL, 0);
+	{
+		uint8_t rx[1000];
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+		assert_int_equal(poll(&pfd, 1, (int)(WAIT_S * 1000)), 1);
+		assert_int_equal(recv(fd, rx, sizeof(rx), 0), 700);
+		assert_true(pattern_ok(rx, tag + 1, 700));
+	}
+	assert_int_equal(stats_of(l, 1).frames_sent, 1);
+	assert_int_equal(stats_of(l, 1).bytes_sent, 700);
+	close(fd);
+	ops->close(l);
+}
+
+static void test_udp_ipv6(void **state)
+{
+	struct pair p;
+	uint8_t b4[WT_LINK_ADDR_MAX], buf[4000];
+	size_t len4, lens[5] = {4000, 4000, 4000, 4000, 999};
+	uint32_t tags[5] = {11, 12, 13, 14, 15};
+	wt_link_t *v4;
+
+	(void)state;
+	new_job(p.job, sizeof(p.job));
+	p.l[0] = p.l[1] = NULL;
+	for (int r = 0; r < 2; r++) {
+		wt_link_config_t c = make_cfg(r, 2, p.job, "tok", WAIT_S);
+
+		c.bind_addr = "::1";
+		if (ops->open(&c, &p.l[r]) != WEFT_OK) {
+			pair_close(&p);
+			skip(); /* no IPv6 loopback here */
+		}
+	}
+	/* lo's 65536 minus IPv6 and UDP headers. */
+	assert_int_equal(wt_link_max_frame(p.l[0]), 65536 - 48);
+	v4 = open_link(1, 2, p.job, "tok", WAIT_S);
+	get_addr(v4, b4, &len4);
+	assert_int_equal(ops->connect(p.l[0], 1, b4, len4), WEFT_ERR_INVALID_ARG);
+	ops->close(v4);
+	pair_connect(&p);
+	/* Equal frames then a shorter one: one segmented datagram over IPv6. */
+	for (int s = 0; s < 2; s++) {
+		for (int k = 0; k < 5; k++)
+			send_pieces(p.l[s], 1 - s, tags[k], lens[k], buf);
+		ops->poll(p.l[s], NULL, 0);
+		expect_frames(p.l[1 - s], s, tags, lens, 5);
+	}
+	pair_close(&p);
+}
+
+/* Runs of equal frames to one peer leave as one segmented datagram (GSO); runs end at a
+ * shorter frame, a change of peer or a full batch. Every frame still arrives alone, with
+ * its own length, in order (loopback, far below the socket buffers). */
+static void test_udp_batches(void **state)
+{
+	enum { N = 400 };
+	char job[32];
+	wt_link_t *l[3];
+	uint8_t blob[3][WT_LINK_ADDR_MAX];
+	size_t blen[3], lens[2][N];
+	uint32_t tags[2][N];
+	int cnt[2] = {0, 0};
+	uint8_t *buf = malloc(1472);
+	uint64_t total[2] = {0, 0};
+
+	(void)state;
+	assert_non_null(buf);
+	new_job(job, sizeof(job));
+	for (int r = 0; r < 3; r++) {
+		l[r] = open_with_mtu(r, 3, job, "1500");
+		get_addr(l[r], blob[r], &blen[r]);
+	}
+	for (int a = 0; a < 3; a++) {
+		for (int b = 0; b < 3; b++) {
+			if (a != b)
+				assert_int_equal(ops->connect(l[a], b, blob[b], blen[b]), WEFT_OK);
+		}
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		/* Long runs to rank 1, a short frame now and then, stretches alternating. */
+		int to = (i / 50) % 4 == 3 ? 2 : (i >= 300 && i % 2 ? 2 : 1);
+		size_t len = i % 37 == 36 ? 1 + i % 1000 : 1472;
+		int k = cnt[to - 1]++;
+
+		tags[to - 1][k] = i;
+		lens[to - 1][k] = len;
+		total[to - 1] += len;
+		send_pieces(l[0], to, i, len, buf);
+		if (i % 150 == 149)
+			ops->poll(l[0], NULL, 0);
+	}
+	ops->poll(l[0], NULL, 0);
+	for (int to = 1; to <= 2; to++) {
+		wt_link_stats_t st = stats_of(l[0], to);
+
+		expect_frames(l[to], 0, tags[to - 1], lens[to - 1], cnt[to - 1]);
+		assert_int_equal(st.frames_sent, cnt[to - 1]);
+		assert_int_equal(st.bytes_sent, total[to - 1]);
+		assert_int_equal(stats_of(l[to], 0).frames_received, cnt[to - 1]);
+		assert_int_equal(stats_of(l[to], 0).bytes_received, total[to - 1]);
+	}
+	expect_quiet(l[1], 50);
+	for (int r = 0; r < 3; r++)
+		ops->close(l[r]);
+	free(buf);
+}
+
+/* Checks every frame of one receive poll: intact, from rank 0, and never seen before. */
+static int stream_take(wt_link_t *l, uint8_t *seen, uint32_t sent, size_t mf)
+{
+	wt_link_event_t ev[MAX_EV];
+	int n = ops->poll(l, ev, MAX_EV);
+
+	assert_true(n >= 0);
+	for (int i = 0; i < n; i++) {
+		uint32_t seq;
+
+		assert_int_equal(ev[i].type, WT_LINK_EV_FRAME);
+		assert_int_equal(ev[i].peer, 0);
+		assert_true(ev[i].len >= 4);
+		memcpy(&seq, ev[i].data, 4);
+		assert_true(seq < sent);
+		assert_int_equal(seen[seq], 0);
+		seen[seq] = 1;
+		assert_true(frame_ok(ev[i].data, ev[i].len, seq, mf));
+	}
+	return n;
+}
+
+/* Bulk traffic, loss-tolerant: whatever arrives is intact and arrives once, and the
+ * counters on both ends agree with what was sent and delivered. */
+static void test_udp_stream(void **state)
+{
+	const uint32_t count = 20000;
+	struct pair p;
+	struct rxcheck idle = {0};
+	uint8_t *buf, *seen;
+	uint32_t sent = 0, got = 0;
+	uint64_t deadline = wt_util_deadline_in(WAIT_S * 4), quiet_until = 0;
+	size_t mf;
+
+	(void)state;
+	pair_open(&p, "tok", "tok", WAIT_S);
+	mf = wt_link_max_frame(p.l[0]);
+	buf = malloc(mf);
+	seen = calloc(count, 1);
+	assert_non_null(buf);
+	assert_non_null(seen);
+	while (quiet_until == 0 || !wt_util_deadline_passed(quiet_until)) {
+		int n;
+
+		for (int k = 0; k < 64 && sent < count; k++) {
+			weft_status_t st = send_seq(p.l[0], 1, sent, buf);
+
+			if (st == WT_AGAIN)
+				break;
+			assert_int_equal(st, WEFT_OK);
+			sent++;
+		}
+		pump(p.l[0], 1, &idle);
+		/* Drain: one poll returns at most a batch of what is queued. */
+		while ((n = stream_take(p.l[1], seen, sent, mf)) > 0)
+			got += (uint32_t)n;
+		if (sent == count && quiet_until == 0)
+			quiet_until = wt_util_deadline_in(0.3);
+		assert_false(wt_util_deadline_passed(deadline));
+	}
+	assert_int_equal(idle.frames + (uint32_t)idle.errors, 0);
+	print_message("udp stream: %u of %u frames arrived\n", got, sent);
+	assert_true(got > 0);
+	assert_int_equal(stats_of(p.l[0], 1).frames_sent, sent);
+	assert_int_equal(stats_of(p.l[1], 0).frames_received, got);
+	assert_int_equal(stats_of(p.l[1], 0).frames_sent, 0);
+	free(seen);
+	free(buf);
+	pair_close(&p);
+}
+
 /* ---- tcp only ---- */
 
 static void test_tcp_closed_port(void **state)
@@ -890,6 +1457,12 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_tcp_strangers),
 	    cmocka_unit_test(test_tcp_hostile_length),
 	};
+	const struct CMUnitTest udp_only[] = {
+	    cmocka_unit_test(test_udp_frames),	 cmocka_unit_test(test_udp_max_frame),
+	    cmocka_unit_test(test_udp_stranger), cmocka_unit_test(test_udp_blob_and_truncation),
+	    cmocka_unit_test(test_udp_ipv6),	 cmocka_unit_test(test_udp_batches),
+	    cmocka_unit_test(test_udp_stream),
+	};
 	const char *name = argc > 1 ? argv[1] : "shm";
 	int fails;
 
@@ -907,7 +1480,9 @@ int main(int argc, char **argv)
 	    _cmocka_run_group_tests(name, common, sizeof(common) / sizeof(common[0]), NULL, NULL);
 	if (strcmp(name, "shm") == 0)
 		fails += cmocka_run_group_tests_name("shm_only", shm_only, NULL, NULL);
-	else
+	else if (strcmp(name, "tcp") == 0)
 		fails += cmocka_run_group_tests_name("tcp_only", tcp_only, NULL, NULL);
+	else if (strcmp(name, "udp") == 0)
+		fails += cmocka_run_group_tests_name("udp_only", udp_only, NULL, NULL);
 	return fails;
 }
