@@ -6,9 +6,7 @@
  *
  *   link_bw DRIVER [MiB=64] [runs=3]
  *
- * bench/ has no meson.build; build it by hand against a build directory B:
- *   cc -O2 -D_GNU_SOURCE -I. -Iinclude bench/link_bw.c -o $B/link_bw -Wl,--start-group \
- *     $B/drivers/libwt_*.a $B/lib/libwt_util.a -Wl,--end-group -lsodium -lpthread -lm -lrt
+ * Built with the tree: build/bench/link_bw udp 64 3
  */
 #include <errno.h>
 #include <poll.h>
