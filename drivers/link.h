@@ -151,6 +151,13 @@ static inline weft_status_t wt_link_iov_total(const struct iovec *iov, int iovcn
 	return WEFT_OK;
 }
 
+/* What every driver's open() needs of cfg: 0 <= rank < size <= max_ranks and a job id of
+ * 1..max_job printable characters without spaces, '|' or any character of forbid (it
+ * names sockets and objects). Logs why (naming the driver) and returns
+ * WEFT_ERR_INVALID_ARG otherwise. */
+weft_status_t wt_link_config_check(const char *driver, const wt_link_config_t *cfg, int max_ranks,
+				   size_t max_job, const char *forbid);
+
 /* Registry of the drivers built into this library. */
 const wt_link_ops_t *wt_link_find(const char *name);
 /* NULL-terminated list of built drivers. */

@@ -121,23 +121,6 @@ static int seg_mac_ok(const wt_util_key_t *key, const uint8_t *nonce, const char
 				  strlen(desc), mac);
 }
 
-static int job_id_ok(const char *s)
-{
-	size_t n;
-
-	if (s == NULL)
-		return 0;
-	n = strnlen(s, WT_SHM_JOB_ID_MAX + 1);
-	if (n == 0 || n > WT_SHM_JOB_ID_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		/* It becomes part of a socket name: printable, no separators we rely on. */
-		if (s[i] <= ' ' || s[i] > '~' || s[i] == '|' || s[i] == '/')
-			return 0;
-	}
-	return 1;
-}
-
 static void push_error(wt_link_t *l, int peer, weft_status_t st)
 {
 	struct shm_peer *p = &l->peers[peer];
@@ -361,15 +344,9 @@ static weft_status_t shm_open_link(const wt_link_config_t *cfg, wt_link_t **link
 
 	if (cfg == NULL || link == NULL)
 		return WEFT_ERR_INVALID_ARG;
-	if (cfg->size < 1 || cfg->size > SHM_MAX_RANKS || cfg->rank < 0 || cfg->rank >= cfg->size) {
-		WT_ERROR("shm: bad rank %d / size %d (size at most %d)", cfg->rank, cfg->size,
-			 SHM_MAX_RANKS);
-		return WEFT_ERR_INVALID_ARG;
-	}
-	if (!job_id_ok(cfg->job_id)) {
-		WT_ERROR("shm: job id must be 1..%d printable characters", WT_SHM_JOB_ID_MAX);
-		return WEFT_ERR_INVALID_ARG;
-	}
+	st = wt_link_config_check("shm", cfg, SHM_MAX_RANKS, WT_SHM_JOB_ID_MAX, "/");
+	if (st != WEFT_OK)
+		return st;
 	st = shm_alloc(cfg, &l);
 	if (st == WEFT_OK)
 		st = seg_create(l);

@@ -185,22 +185,6 @@ static void addr_format(const struct sockaddr *sa, char *out, size_t len)
 	}
 }
 
-static int job_id_ok(const char *s)
-{
-	size_t n;
-
-	if (s == NULL)
-		return 0;
-	n = strnlen(s, TCP_JOB_ID_MAX + 1);
-	if (n == 0 || n > TCP_JOB_ID_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] <= ' ' || s[i] > '~' || s[i] == '|')
-			return 0;
-	}
-	return 1;
-}
-
 static void hs_desc(wt_link_t *l, int dialer, int acceptor, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s|%d|%d|%d", l->job_id, dialer, acceptor, l->size);
@@ -468,14 +452,9 @@ static weft_status_t tcp_open(const wt_link_config_t *cfg, wt_link_t **link)
 
 	if (cfg == NULL || link == NULL)
 		return WEFT_ERR_INVALID_ARG;
-	if (cfg->size < 1 || cfg->size > TCP_MAX_RANKS || cfg->rank < 0 || cfg->rank >= cfg->size) {
-		WT_ERROR("tcp: bad rank %d / size %d", cfg->rank, cfg->size);
-		return WEFT_ERR_INVALID_ARG;
-	}
-	if (!job_id_ok(cfg->job_id)) {
-		WT_ERROR("tcp: job id must be 1..%d printable characters", TCP_JOB_ID_MAX);
-		return WEFT_ERR_INVALID_ARG;
-	}
+	st = wt_link_config_check("tcp", cfg, TCP_MAX_RANKS, TCP_JOB_ID_MAX, "");
+	if (st != WEFT_OK)
+		return st;
 	st = tcp_alloc(cfg, &l);
 	if (st == WEFT_OK)
 		st = listen_setup(l, cfg->bind_addr);

@@ -147,22 +147,6 @@ static void addr_format(const struct sockaddr_storage *ss, char *out, size_t len
 	}
 }
 
-static int job_id_ok(const char *s)
-{
-	size_t n;
-
-	if (s == NULL)
-		return 0;
-	n = strnlen(s, UDP_JOB_ID_MAX + 1);
-	if (n == 0 || n > UDP_JOB_ID_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] <= ' ' || s[i] > '~' || s[i] == '|')
-			return 0;
-	}
-	return 1;
-}
-
 static int is_again(int err)
 {
 	return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS;
@@ -513,14 +497,9 @@ static weft_status_t udp_open(const wt_link_config_t *cfg, wt_link_t **link)
 
 	if (cfg == NULL || link == NULL)
 		return WEFT_ERR_INVALID_ARG;
-	if (cfg->size < 1 || cfg->size > UDP_MAX_RANKS || cfg->rank < 0 || cfg->rank >= cfg->size) {
-		WT_ERROR("udp: bad rank %d / size %d", cfg->rank, cfg->size);
-		return WEFT_ERR_INVALID_ARG;
-	}
-	if (!job_id_ok(cfg->job_id)) {
-		WT_ERROR("udp: job id must be 1..%d printable characters", UDP_JOB_ID_MAX);
-		return WEFT_ERR_INVALID_ARG;
-	}
+	st = wt_link_config_check("udp", cfg, UDP_MAX_RANKS, UDP_JOB_ID_MAX, "");
+	if (st != WEFT_OK)
+		return st;
 	st = udp_alloc(cfg, &l);
 	if (st == WEFT_OK)
 		st = sock_bind(l, cfg->bind_addr, &adv);
