@@ -1,8 +1,8 @@
 /* Encoding and stateless checks of the reliability header (layers/channel). */
-#include <endian.h>
 #include <string.h>
 #include "lib/util/crc32c.h"
 #include "layers/channel/rel_wire.h"
+#include "layers/channel/wire.h"
 
 const char *wt_rel_pkt_name(unsigned type)
 {
@@ -17,66 +17,24 @@ const char *wt_rel_pkt_name(unsigned type)
 	}
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return le16toh(v);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 void wt_rel_hdr_encode(const wt_rel_hdr_t *h, uint8_t out[WT_REL_HDR_LEN])
 {
 	out[0] = h->version;
 	out[1] = h->type;
-	put16(out + 2, h->flags);
-	put32(out + 4, 0);
-	put32(out + 8, h->payload_crc);
-	put32(out + 12, h->len);
-	put32(out + 16, h->src);
-	put32(out + 20, h->dst);
-	put64(out + 24, h->src_epoch);
-	put64(out + 32, h->dst_epoch);
-	put64(out + 40, h->seq);
-	put64(out + 48, h->ack);
-	put64(out + 56, h->sack);
-	put32(out + 64, h->window);
-	put32(out + 68, 0);
-	put32(out + 4, wt_util_crc32c(0, out, WT_REL_HDR_LEN));
+	wt_chan_put16(out + 2, h->flags);
+	wt_chan_put32(out + 4, 0);
+	wt_chan_put32(out + 8, h->payload_crc);
+	wt_chan_put32(out + 12, h->len);
+	wt_chan_put32(out + 16, h->src);
+	wt_chan_put32(out + 20, h->dst);
+	wt_chan_put64(out + 24, h->src_epoch);
+	wt_chan_put64(out + 32, h->dst_epoch);
+	wt_chan_put64(out + 40, h->seq);
+	wt_chan_put64(out + 48, h->ack);
+	wt_chan_put64(out + 56, h->sack);
+	wt_chan_put32(out + 64, h->window);
+	wt_chan_put32(out + 68, 0);
+	wt_chan_put32(out + 4, wt_util_crc32c(0, out, WT_REL_HDR_LEN));
 }
 
 static uint32_t hdr_crc(const uint8_t *p)
@@ -120,21 +78,21 @@ const char *wt_rel_hdr_decode(const void *frame, size_t len, wt_rel_hdr_t *h)
 		return "unknown reliability protocol version";
 	h->version = p[0];
 	h->type = p[1];
-	h->flags = get16(p + 2);
-	h->hdr_crc = get32(p + 4);
-	h->payload_crc = get32(p + 8);
-	h->len = get32(p + 12);
-	h->src = get32(p + 16);
-	h->dst = get32(p + 20);
-	h->src_epoch = get64(p + 24);
-	h->dst_epoch = get64(p + 32);
-	h->seq = get64(p + 40);
-	h->ack = get64(p + 48);
-	h->sack = get64(p + 56);
-	h->window = get32(p + 64);
+	h->flags = wt_chan_get16(p + 2);
+	h->hdr_crc = wt_chan_get32(p + 4);
+	h->payload_crc = wt_chan_get32(p + 8);
+	h->len = wt_chan_get32(p + 12);
+	h->src = wt_chan_get32(p + 16);
+	h->dst = wt_chan_get32(p + 20);
+	h->src_epoch = wt_chan_get64(p + 24);
+	h->dst_epoch = wt_chan_get64(p + 32);
+	h->seq = wt_chan_get64(p + 40);
+	h->ack = wt_chan_get64(p + 48);
+	h->sack = wt_chan_get64(p + 56);
+	h->window = wt_chan_get32(p + 64);
 	if (hdr_crc(p) != h->hdr_crc)
 		return "header CRC mismatch";
-	if (get32(p + 68) != 0)
+	if (wt_chan_get32(p + 68) != 0)
 		return "reserved header bits set";
 	if ((uint64_t)h->len != (uint64_t)(len - WT_REL_HDR_LEN))
 		return "length field does not match the frame";

@@ -5,15 +5,13 @@
 const char *wt_chan_hdr_decode(const void *frame, size_t len, wt_chan_hdr_t *h)
 {
 	const uint8_t *p = frame;
-	uint16_t fl;
 	uint32_t rsv;
 
 	if (frame == NULL || len < WT_CHAN_HDR_LEN)
 		return "frame shorter than the header";
 	h->version = p[0];
 	h->type = p[1];
-	memcpy(&fl, p + 2, 2);
-	h->flags = le16toh(fl);
+	h->flags = wt_chan_get16(p + 2);
 	memcpy(&rsv, p + 4, 4);
 	h->reserved = rsv;
 	h->tag = wt_chan_get64(p + 8);
