@@ -1,5 +1,8 @@
 /* Registry of the link drivers built into this library (drivers/). */
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include "drivers/link.h"
 #include "lib/util/log.h"
 
@@ -48,4 +51,42 @@ const wt_link_ops_t *wt_link_find(const char *name)
 			return *p;
 	}
 	return NULL;
+}
+
+weft_status_t wt_link_bind_addr(const char *driver, const char *bind_addr,
+				struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (bind_addr == NULL || inet_pton(AF_INET, bind_addr, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		if (bind_addr == NULL)
+			s4->sin_addr.s_addr = htonl(INADDR_ANY);
+		*len = sizeof(*s4);
+		return WEFT_OK;
+	}
+	if (inet_pton(AF_INET6, bind_addr, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		*len = sizeof(*s6);
+		return WEFT_OK;
+	}
+	WT_ERROR("%s: bind address '%.64s' is not an IPv4 or IPv6 address", driver, bind_addr);
+	return WEFT_ERR_INVALID_ARG;
+}
+
+void wt_link_any_to_loopback(struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		if (s4->sin_addr.s_addr == htonl(INADDR_ANY))
+			s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	} else if (ss->ss_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+			s6->sin6_addr = in6addr_loopback;
+	}
 }

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include "lib/util/status.h"
 #include "lib/util/crypto.h"
@@ -157,6 +158,16 @@ static inline weft_status_t wt_link_iov_total(const struct iovec *iov, int iovcn
  * WEFT_ERR_INVALID_ARG otherwise. */
 weft_status_t wt_link_config_check(const char *driver, const wt_link_config_t *cfg, int max_ranks,
 				   size_t max_job, const char *forbid);
+
+/* The socket address to bind for cfg->bind_addr: an IPv4 or IPv6 literal, or NULL for
+ * IPv4 any; port 0. Logs (naming the driver) and returns WEFT_ERR_INVALID_ARG for
+ * anything else. */
+weft_status_t wt_link_bind_addr(const char *driver, const char *bind_addr,
+				struct sockaddr_storage *ss, socklen_t *len);
+
+/* A socket bound to any address is reached on loopback by peers on this host: the
+ * address to advertise for it. */
+void wt_link_any_to_loopback(struct sockaddr_storage *ss);
 
 /* Registry of the drivers built into this library. */
 const wt_link_ops_t *wt_link_find(const char *name);

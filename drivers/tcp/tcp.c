@@ -321,18 +321,8 @@ static weft_status_t listen_setup(wt_link_t *l, const char *bind_addr)
 	socklen_t slen;
 	int one = 1;
 
-	if (bind_addr == NULL || inet_pton(AF_INET, bind_addr, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		if (bind_addr == NULL)
-			s4->sin_addr.s_addr = htonl(INADDR_ANY);
-		slen = sizeof(*s4);
-	} else if (inet_pton(AF_INET6, bind_addr, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		slen = sizeof(*s6);
-	} else {
-		WT_ERROR("tcp: bind address '%.64s' is not an IPv4 or IPv6 address", bind_addr);
+	if (wt_link_bind_addr("tcp", bind_addr, &ss, &slen) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
-	}
 	l->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (l->lfd < 0) {
 		WT_ERROR("tcp: listen socket failed: %s", strerror(errno));
@@ -349,18 +339,14 @@ static weft_status_t listen_setup(wt_link_t *l, const char *bind_addr)
 	l->self.version = TCP_VERSION;
 	l->self.rank = (uint32_t)l->rank;
 	l->self.size = (uint32_t)l->size;
+	wt_link_any_to_loopback(&ss);
 	if (ss.ss_family == AF_INET) {
 		l->self.family = 4;
 		l->self.port = s4->sin_port;
-		/* Listening on any address: peers on this host reach us on loopback. */
-		if (s4->sin_addr.s_addr == htonl(INADDR_ANY))
-			s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		memcpy(l->self.addr, &s4->sin_addr, 4);
 	} else {
 		l->self.family = 6;
 		l->self.port = s6->sin6_port;
-		if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
-			s6->sin6_addr = in6addr_loopback;
 		memcpy(l->self.addr, &s6->sin6_addr, 16);
 	}
 	return WEFT_OK;

@@ -215,24 +215,11 @@ static void peer_insert(wt_link_t *l, int peer)
 
 static weft_status_t sock_bind(wt_link_t *l, const char *bind_addr, struct sockaddr_storage *ss)
 {
-	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
 	socklen_t slen;
 	int one = 1;
 
-	memset(ss, 0, sizeof(*ss));
-	if (bind_addr == NULL || inet_pton(AF_INET, bind_addr, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		if (bind_addr == NULL)
-			s4->sin_addr.s_addr = htonl(INADDR_ANY);
-		slen = sizeof(*s4);
-	} else if (inet_pton(AF_INET6, bind_addr, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		slen = sizeof(*s6);
-	} else {
-		WT_ERROR("udp: bind address '%.64s' is not an IPv4 or IPv6 address", bind_addr);
+	if (wt_link_bind_addr("udp", bind_addr, ss, &slen) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
-	}
 	l->family = ss->ss_family;
 	l->fd = socket(l->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (l->fd < 0) {
@@ -249,22 +236,6 @@ static weft_status_t sock_bind(wt_link_t *l, const char *bind_addr, struct socka
 		return WEFT_ERR_SYSTEM;
 	}
 	return WEFT_OK;
-}
-
-/* Peers on this host reach a socket bound to any address on loopback. */
-static void any_to_loopback(struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET) {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-
-		if (s4->sin_addr.s_addr == htonl(INADDR_ANY))
-			s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	} else {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-
-		if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
-			s6->sin6_addr = in6addr_loopback;
-	}
 }
 
 static int same_ip(const struct sockaddr *a, const struct sockaddr_storage *b)
@@ -504,7 +475,7 @@ static weft_status_t udp_open(const wt_link_config_t *cfg, wt_link_t **link)
 	if (st == WEFT_OK)
 		st = sock_bind(l, cfg->bind_addr, &adv);
 	if (st == WEFT_OK) {
-		any_to_loopback(&adv);
+		wt_link_any_to_loopback(&adv);
 		st = max_frame_setup(l, &adv);
 	}
 	if (st == WEFT_OK)
