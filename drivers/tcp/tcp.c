@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "drivers/link.h"
+#include "lib/util/bytes.h"
 #include "lib/util/log.h"
 #include "lib/util/time.h"
 
@@ -143,20 +144,6 @@ struct wt_link {
 };
 
 /* ---- small helpers ---- */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htonl(v);
-	memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return ntohl(v);
-}
 
 static uint64_t min64(uint64_t a, uint64_t b)
 {
@@ -500,10 +487,10 @@ static int hello_send(wt_link_t *l, int peer)
 	uint8_t m[TCP_HELLO_LEN];
 
 	memcpy(m, "WTCPHEL1", 8);
-	put32(m + 8, TCP_VERSION);
-	put32(m + 12, (uint32_t)l->size);
-	put32(m + 16, (uint32_t)l->rank);
-	put32(m + 20, (uint32_t)peer);
+	wt_util_put_be32(m + 8, TCP_VERSION);
+	wt_util_put_be32(m + 12, (uint32_t)l->size);
+	wt_util_put_be32(m + 16, (uint32_t)l->rank);
+	wt_util_put_be32(m + 20, (uint32_t)peer);
 	wt_util_random(p->nonce_d, sizeof(p->nonce_d));
 	memcpy(m + 24, p->nonce_d, sizeof(p->nonce_d));
 	/* A fresh socket's send buffer always takes these few bytes whole. */
@@ -583,8 +570,8 @@ static void ack_check(wt_link_t *l, int peer)
 	struct tcp_chunk *fin;
 	const uint8_t *m = p->hs;
 
-	if (memcmp(m, "WTCPACK1", 8) != 0 || get32(m + 8) != (uint32_t)peer ||
-	    get32(m + 12) != (uint32_t)l->rank) {
+	if (memcmp(m, "WTCPACK1", 8) != 0 || wt_util_get_be32(m + 8) != (uint32_t)peer ||
+	    wt_util_get_be32(m + 12) != (uint32_t)l->rank) {
 		WT_ERROR("tcp: peer rank %d at %s answered with a bad handshake", peer,
 			 p->addr_str);
 		peer_fail(l, peer, WEFT_ERR_PROTOCOL);
@@ -686,11 +673,12 @@ static int hello_check(wt_link_t *l, struct tcp_pending *c)
 {
 	uint8_t ack[TCP_ACK_LEN];
 	const uint8_t *m = c->buf;
-	uint32_t dialer = get32(m + 16);
+	uint32_t dialer = wt_util_get_be32(m + 16);
 
-	if (memcmp(m, "WTCPHEL1", 8) != 0 || get32(m + 8) != TCP_VERSION ||
-	    get32(m + 12) != (uint32_t)l->size || get32(m + 20) != (uint32_t)l->rank ||
-	    dialer <= (uint32_t)l->rank || dialer >= (uint32_t)l->size) {
+	if (memcmp(m, "WTCPHEL1", 8) != 0 || wt_util_get_be32(m + 8) != TCP_VERSION ||
+	    wt_util_get_be32(m + 12) != (uint32_t)l->size ||
+	    wt_util_get_be32(m + 20) != (uint32_t)l->rank || dialer <= (uint32_t)l->rank ||
+	    dialer >= (uint32_t)l->size) {
 		WT_ERROR("tcp: refused connection from %s: bad handshake hello", c->addr_str);
 		return -1;
 	}
@@ -698,8 +686,8 @@ static int hello_check(wt_link_t *l, struct tcp_pending *c)
 	memcpy(c->nonces, m + 24, WT_UTIL_NONCE_LEN);
 	wt_util_random(c->nonces + WT_UTIL_NONCE_LEN, WT_UTIL_NONCE_LEN);
 	memcpy(ack, "WTCPACK1", 8);
-	put32(ack + 8, (uint32_t)l->rank);
-	put32(ack + 12, dialer);
+	wt_util_put_be32(ack + 8, (uint32_t)l->rank);
+	wt_util_put_be32(ack + 12, dialer);
 	memcpy(ack + 16, c->nonces + WT_UTIL_NONCE_LEN, WT_UTIL_NONCE_LEN);
 	hs_mac(l, TCP_LABEL_ACCEPT, (int)dialer, l->rank, c->nonces, ack + 16 + WT_UTIL_NONCE_LEN);
 	if (send(c->fd, ack, sizeof(ack), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(ack)) {
@@ -1027,7 +1015,7 @@ static weft_status_t send_frame(wt_link_t *l, int peer, const struct iovec *iov,
 		return WEFT_ERR_INVALID_ARG;
 	}
 	*total_out = total;
-	put32(hdr, (uint32_t)total);
+	wt_util_put_be32(hdr, (uint32_t)total);
 	if (p->state == TCP_UP && p->txq == NULL && iovcnt < TCP_IOV_BATCH)
 		return send_direct(l, peer, hdr, iov, iovcnt, total);
 	if (p->txq_bytes > 0 && p->txq_bytes + 4 + total > TCP_OUTQ_MAX)
@@ -1100,7 +1088,8 @@ static int rx_room(wt_link_t *l, int peer)
 			return 0;
 	}
 	if (rest >= 4)
-		need = 4 + (size_t)get32(p->rx); /* validated against max_frame already */
+		need =
+		    4 + (size_t)wt_util_get_be32(p->rx); /* validated against max_frame already */
 	if (need <= p->rx_cap)
 		need = p->rx_cap * 2;
 	if (need > 4 + TCP_MAX_FRAME)
@@ -1148,7 +1137,7 @@ static int rx_peer(wt_link_t *l, int peer, wt_link_event_t *ev, int max)
 		ssize_t r;
 
 		if (avail >= 4) {
-			uint32_t len = get32(p->rx + p->rx_off);
+			uint32_t len = wt_util_get_be32(p->rx + p->rx_off);
 
 			if (len > TCP_MAX_FRAME) {
 				WT_ERROR("tcp: peer rank %d (%s) sent a %u-byte frame (max %u); "

@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "drivers/link.h"
+#include "lib/util/bytes.h"
 #include "lib/util/env.h"
 #include "lib/util/log.h"
 
@@ -103,30 +104,6 @@ struct wt_link {
 };
 
 /* ---- small helpers ---- */
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)((p[0] << 8) | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
 
 static void addr_format(const struct sockaddr_storage *ss, char *out, size_t len)
 {
@@ -330,12 +307,12 @@ static void blob_build(wt_link_t *l, const struct sockaddr_storage *adv)
 	uint8_t *b = l->self;
 
 	memset(b, 0, UDP_BLOB_LEN);
-	put32(b, UDP_BLOB_MAGIC);
-	put16(b + 4, UDP_VERSION);
-	put16(b + 6, l->family == AF_INET ? 4 : 6);
-	put32(b + 8, (uint32_t)l->rank);
-	put32(b + 12, (uint32_t)l->size);
-	put32(b + 16, (uint32_t)l->base.max_frame);
+	wt_util_put_be32(b, UDP_BLOB_MAGIC);
+	wt_util_put_be16(b + 4, UDP_VERSION);
+	wt_util_put_be16(b + 6, l->family == AF_INET ? 4 : 6);
+	wt_util_put_be32(b + 8, (uint32_t)l->rank);
+	wt_util_put_be32(b + 12, (uint32_t)l->size);
+	wt_util_put_be32(b + 16, (uint32_t)l->base.max_frame);
 	if (l->family == AF_INET) {
 		const struct sockaddr_in *s4 = (const struct sockaddr_in *)adv;
 
@@ -536,12 +513,13 @@ static const char *addr_check(int family, const uint8_t *a)
 
 static const char *blob_check(const wt_link_t *l, int peer, const uint8_t *b)
 {
-	uint16_t family = get16(b + 6);
-	uint32_t mf = get32(b + 16);
+	uint16_t family = wt_util_get_be16(b + 6);
+	uint32_t mf = wt_util_get_be32(b + 16);
 
-	if (get32(b) != UDP_BLOB_MAGIC || get16(b + 4) != UDP_VERSION)
+	if (wt_util_get_be32(b) != UDP_BLOB_MAGIC || wt_util_get_be16(b + 4) != UDP_VERSION)
 		return "bad magic or version";
-	if (get32(b + 8) != (uint32_t)peer || get32(b + 12) != (uint32_t)l->size)
+	if (wt_util_get_be32(b + 8) != (uint32_t)peer ||
+	    wt_util_get_be32(b + 12) != (uint32_t)l->size)
 		return "rank or world size does not match";
 	if (family != 4 && family != 6)
 		return "bad address family";
@@ -549,7 +527,7 @@ static const char *blob_check(const wt_link_t *l, int peer, const uint8_t *b)
 		return "address family differs from this link's";
 	if (mf < UDP_MIN_FRAME || mf > UDP_MAX_FRAME)
 		return "bad max frame";
-	if (get16(b + 20) == 0 || get16(b + 22) != 0)
+	if (wt_util_get_be16(b + 20) == 0 || wt_util_get_be16(b + 22) != 0)
 		return "bad port";
 	return addr_check(family, b + 24);
 }
@@ -557,7 +535,7 @@ static const char *blob_check(const wt_link_t *l, int peer, const uint8_t *b)
 static void blob_to_peer(const uint8_t *b, struct udp_peer *p)
 {
 	memset(&p->sa, 0, sizeof(p->sa));
-	if (get16(b + 6) == 4) {
+	if (wt_util_get_be16(b + 6) == 4) {
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&p->sa;
 
 		s4->sin_family = AF_INET;
@@ -612,8 +590,8 @@ static weft_status_t udp_connect(wt_link_t *l, int peer, const void *blob, size_
 	tmp.connected = 1;
 	l->peers[peer] = tmp;
 	peer_insert(l, peer);
-	if (get32((const uint8_t *)blob + 16) > l->rx_want)
-		l->rx_want = get32((const uint8_t *)blob + 16);
+	if (wt_util_get_be32((const uint8_t *)blob + 16) > l->rx_want)
+		l->rx_want = wt_util_get_be32((const uint8_t *)blob + 16);
 	return WEFT_OK;
 }
 

@@ -21,20 +21,20 @@ void wt_rel_hdr_encode(const wt_rel_hdr_t *h, uint8_t out[WT_REL_HDR_LEN])
 {
 	out[0] = h->version;
 	out[1] = h->type;
-	wt_chan_put16(out + 2, h->flags);
-	wt_chan_put32(out + 4, 0);
-	wt_chan_put32(out + 8, h->payload_crc);
-	wt_chan_put32(out + 12, h->len);
-	wt_chan_put32(out + 16, h->src);
-	wt_chan_put32(out + 20, h->dst);
-	wt_chan_put64(out + 24, h->src_epoch);
-	wt_chan_put64(out + 32, h->dst_epoch);
-	wt_chan_put64(out + 40, h->seq);
-	wt_chan_put64(out + 48, h->ack);
-	wt_chan_put64(out + 56, h->sack);
-	wt_chan_put32(out + 64, h->window);
-	wt_chan_put32(out + 68, 0);
-	wt_chan_put32(out + 4, wt_util_crc32c(0, out, WT_REL_HDR_LEN));
+	wt_util_put_le16(out + 2, h->flags);
+	wt_util_put_le32(out + 4, 0);
+	wt_util_put_le32(out + 8, h->payload_crc);
+	wt_util_put_le32(out + 12, h->len);
+	wt_util_put_le32(out + 16, h->src);
+	wt_util_put_le32(out + 20, h->dst);
+	wt_util_put_le64(out + 24, h->src_epoch);
+	wt_util_put_le64(out + 32, h->dst_epoch);
+	wt_util_put_le64(out + 40, h->seq);
+	wt_util_put_le64(out + 48, h->ack);
+	wt_util_put_le64(out + 56, h->sack);
+	wt_util_put_le32(out + 64, h->window);
+	wt_util_put_le32(out + 68, 0);
+	wt_util_put_le32(out + 4, wt_util_crc32c(0, out, WT_REL_HDR_LEN));
 }
 
 static uint32_t hdr_crc(const uint8_t *p)
@@ -78,21 +78,21 @@ const char *wt_rel_hdr_decode(const void *frame, size_t len, wt_rel_hdr_t *h)
 		return "unknown reliability protocol version";
 	h->version = p[0];
 	h->type = p[1];
-	h->flags = wt_chan_get16(p + 2);
-	h->hdr_crc = wt_chan_get32(p + 4);
-	h->payload_crc = wt_chan_get32(p + 8);
-	h->len = wt_chan_get32(p + 12);
-	h->src = wt_chan_get32(p + 16);
-	h->dst = wt_chan_get32(p + 20);
-	h->src_epoch = wt_chan_get64(p + 24);
-	h->dst_epoch = wt_chan_get64(p + 32);
-	h->seq = wt_chan_get64(p + 40);
-	h->ack = wt_chan_get64(p + 48);
-	h->sack = wt_chan_get64(p + 56);
-	h->window = wt_chan_get32(p + 64);
+	h->flags = wt_util_get_le16(p + 2);
+	h->hdr_crc = wt_util_get_le32(p + 4);
+	h->payload_crc = wt_util_get_le32(p + 8);
+	h->len = wt_util_get_le32(p + 12);
+	h->src = wt_util_get_le32(p + 16);
+	h->dst = wt_util_get_le32(p + 20);
+	h->src_epoch = wt_util_get_le64(p + 24);
+	h->dst_epoch = wt_util_get_le64(p + 32);
+	h->seq = wt_util_get_le64(p + 40);
+	h->ack = wt_util_get_le64(p + 48);
+	h->sack = wt_util_get_le64(p + 56);
+	h->window = wt_util_get_le32(p + 64);
 	if (hdr_crc(p) != h->hdr_crc)
 		return "header CRC mismatch";
-	if (wt_chan_get32(p + 68) != 0)
+	if (wt_util_get_le32(p + 68) != 0)
 		return "reserved header bits set";
 	if ((uint64_t)h->len != (uint64_t)(len - WT_REL_HDR_LEN))
 		return "length field does not match the frame";

@@ -11,14 +11,14 @@ const char *wt_chan_hdr_decode(const void *frame, size_t len, wt_chan_hdr_t *h)
 		return "frame shorter than the header";
 	h->version = p[0];
 	h->type = p[1];
-	h->flags = wt_chan_get16(p + 2);
+	h->flags = wt_util_get_le16(p + 2);
 	memcpy(&rsv, p + 4, 4);
 	h->reserved = rsv;
-	h->tag = wt_chan_get64(p + 8);
-	h->id = wt_chan_get64(p + 16);
-	h->id2 = wt_chan_get64(p + 24);
-	h->a = wt_chan_get64(p + 32);
-	h->b = wt_chan_get64(p + 40);
+	h->tag = wt_util_get_le64(p + 8);
+	h->id = wt_util_get_le64(p + 16);
+	h->id2 = wt_util_get_le64(p + 24);
+	h->a = wt_util_get_le64(p + 32);
+	h->b = wt_util_get_le64(p + 40);
 	if (h->version != WT_CHAN_WIRE_VERSION)
 		return "unknown protocol version";
 	if (h->reserved != 0)

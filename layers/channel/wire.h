@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include "lib/util/bytes.h"
 
 #define WT_CHAN_WIRE_VERSION 1
 #define WT_CHAN_HDR_LEN 48
@@ -73,61 +74,17 @@ static inline const char *wt_chan_frame_name(unsigned type)
 	}
 }
 
-/* Little-endian field access for the channel's wire formats (this header and
- * rel_wire.h). */
-static inline void wt_chan_put16(uint8_t *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-
-static inline void wt_chan_put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static inline void wt_chan_put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static inline uint16_t wt_chan_get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return le16toh(v);
-}
-
-static inline uint32_t wt_chan_get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static inline uint64_t wt_chan_get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 static inline void wt_chan_hdr_encode(const wt_chan_hdr_t *h, uint8_t out[WT_CHAN_HDR_LEN])
 {
 	out[0] = h->version;
 	out[1] = h->type;
-	wt_chan_put16(out + 2, h->flags);
+	wt_util_put_le16(out + 2, h->flags);
 	memset(out + 4, 0, 4);
-	wt_chan_put64(out + 8, h->tag);
-	wt_chan_put64(out + 16, h->id);
-	wt_chan_put64(out + 24, h->id2);
-	wt_chan_put64(out + 32, h->a);
-	wt_chan_put64(out + 40, h->b);
+	wt_util_put_le64(out + 8, h->tag);
+	wt_util_put_le64(out + 16, h->id);
+	wt_util_put_le64(out + 24, h->id2);
+	wt_util_put_le64(out + 32, h->a);
+	wt_util_put_le64(out + 40, h->b);
 }
 
 /* Decodes and checks what can be checked without channel state. Returns NULL when the

@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "lib/boot/store.h"
+#include "lib/util/bytes.h"
 #include "lib/util/env.h"
 #include "lib/util/log.h"
 #include "lib/util/time.h"
@@ -48,32 +49,6 @@ enum { WT_BOOT_ST_OK = 0, WT_BOOT_ST_NOTFOUND = 1, WT_BOOT_ST_BADVALUE = 2 };
 
 static const char wt_label_client[] = "weft-store-client";
 static const char wt_label_server[] = "weft-store-server";
-
-/* ---- byte order helpers ---- */
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-	put_u32(p, (uint32_t)(v >> 32));
-	put_u32(p + 4, (uint32_t)v);
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-	return (uint64_t)get_u32(p) << 32 | get_u32(p + 4);
-}
 
 static void format_addr(const struct sockaddr *sa, char *buf, size_t len, int with_port)
 {
@@ -334,7 +309,7 @@ static void conn_respond(wt_boot_conn_t *c, uint8_t status, const uint8_t *val, 
 {
 	uint8_t hdr[WT_BOOT_RESP_LEN] = {status};
 
-	put_u32(hdr + 4, vlen);
+	wt_util_put_be32(hdr + 4, vlen);
 	conn_queue(c, hdr, sizeof(hdr), val, vlen);
 }
 
@@ -396,7 +371,7 @@ static int parse_counter(const uint8_t *val, uint32_t vlen, int64_t *out)
 
 static void serve_add(wt_boot_server_t *s, wt_boot_conn_t *c)
 {
-	int64_t delta = (int64_t)get_u64(c->body + c->klen);
+	int64_t delta = (int64_t)wt_util_get_be64(c->body + c->klen);
 	wt_boot_entry_t *e = table_find(s, c->body, c->klen);
 	uint8_t reply[8];
 	char text[32];
@@ -414,7 +389,7 @@ static void serve_add(wt_boot_server_t *s, wt_boot_conn_t *c)
 		conn_drop(c, "out of memory storing a counter");
 		return;
 	}
-	put_u64(reply, (uint64_t)cur);
+	wt_util_put_be64(reply, (uint64_t)cur);
 	wake_waiters(s, table_find(s, c->body, c->klen));
 	conn_respond(c, WT_BOOT_ST_OK, reply, sizeof(reply));
 }
@@ -426,9 +401,9 @@ static void parse_header(wt_boot_conn_t *c)
 	char why[128];
 
 	c->op = h[0];
-	c->klen = get_u32(h + 4);
-	c->vlen = get_u32(h + 8);
-	c->arg = get_u32(h + 12);
+	c->klen = wt_util_get_be32(h + 4);
+	c->vlen = wt_util_get_be32(h + 8);
+	c->arg = wt_util_get_be32(h + 12);
 	if (h[1] != 0 || h[2] != 0 || h[3] != 0) {
 		conn_drop(c, "reserved header bytes are not zero");
 		return;
@@ -1270,9 +1245,9 @@ static weft_status_t request(wt_boot_store_t *st, uint8_t op, const char *key, c
 	uint32_t klen = (uint32_t)strlen(key);
 	weft_status_t rc;
 
-	put_u32(hdr + 4, klen);
-	put_u32(hdr + 8, vlen);
-	put_u32(hdr + 12, arg);
+	wt_util_put_be32(hdr + 4, klen);
+	wt_util_put_be32(hdr + 8, vlen);
+	wt_util_put_be32(hdr + 12, arg);
 	rc = send_all(st, hdr, sizeof(hdr), deadline, "a request");
 	if (rc == WEFT_OK)
 		rc = send_all(st, key, klen, deadline, "a key");
@@ -1283,7 +1258,7 @@ static weft_status_t request(wt_boot_store_t *st, uint8_t op, const char *key, c
 	if (rc != WEFT_OK)
 		return rc;
 	*status = resp[0];
-	*rlen = get_u32(resp + 4);
+	*rlen = wt_util_get_be32(resp + 4);
 	if (resp[0] > WT_BOOT_ST_BADVALUE || resp[1] || resp[2] || resp[3] ||
 	    *rlen > WT_BOOT_VALUE_MAX) {
 		store_fail(st,
@@ -1399,7 +1374,7 @@ weft_status_t wt_boot_store_add(wt_boot_store_t *st, const char *key, int64_t de
 
 	if (rc != WEFT_OK)
 		return rc;
-	put_u64(d, (uint64_t)delta);
+	wt_util_put_be64(d, (uint64_t)delta);
 	rc = request(st, WT_BOOT_OP_ADD, key, d, sizeof(d), 0, deadline, &status, &rlen);
 	if (rc != WEFT_OK)
 		return rc;
@@ -1418,7 +1393,7 @@ weft_status_t wt_boot_store_add(wt_boot_store_t *st, const char *key, int64_t de
 	if (rc != WEFT_OK)
 		return rc;
 	if (out)
-		*out = (int64_t)get_u64(v);
+		*out = (int64_t)wt_util_get_be64(v);
 	return WEFT_OK;
 }
 
