@@ -229,6 +229,15 @@ static weft_status_t group_reserve(weft_comm_t *comm)
 	return WEFT_OK;
 }
 
+/* Every call starts here: no stale request is left in *req on failure, and a NULL
+ * communicator (which has nowhere to record why) is refused. */
+static weft_status_t enter(weft_comm_t *comm, weft_request_t **req)
+{
+	if (req != NULL)
+		*req = NULL;
+	return comm != NULL ? WEFT_OK : WEFT_ERR_INVALID_ARG;
+}
+
 /* Every call ends here: inside a group, the first failure is also weft_group_end's. */
 static weft_status_t note(weft_comm_t *comm, weft_status_t st)
 {
@@ -311,9 +320,7 @@ WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t
 				      weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
 				      weft_request_t **req)
 {
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, allreduce(sendbuf, recvbuf, count, dtype, op, comm, req));
 }
@@ -337,9 +344,7 @@ static weft_status_t allgather(const void *sendbuf, void *recvbuf, size_t count,
 WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
 				      weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req)
 {
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, allgather(sendbuf, recvbuf, sendcount, dtype, comm, req));
 }
@@ -371,9 +376,7 @@ WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, s
 					   weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
 					   weft_request_t **req)
 {
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, req));
 }
@@ -401,9 +404,7 @@ static weft_status_t broadcast(void *buf, size_t count, weft_dtype_t dtype, int 
 WEFT_API weft_status_t weft_broadcast(void *buf, size_t count, weft_dtype_t dtype, int root,
 				      weft_comm_t *comm, weft_request_t **req)
 {
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, broadcast(buf, count, dtype, root, comm, req));
 }
@@ -439,9 +440,7 @@ WEFT_API weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t co
 				   weft_dtype_t dtype, weft_op_t op, int root, weft_comm_t *comm,
 				   weft_request_t **req)
 {
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, reduce(sendbuf, recvbuf, count, dtype, op, root, comm, req));
 }
@@ -473,9 +472,7 @@ WEFT_API weft_status_t weft_gather(const void *sendbuf, void *recvbuf, size_t se
 				   weft_dtype_t dtype, int root, weft_comm_t *comm,
 				   weft_request_t **req)
 {
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, gather(sendbuf, recvbuf, sendcount, dtype, root, comm, req));
 }
@@ -506,9 +503,7 @@ WEFT_API weft_status_t weft_scatter(const void *sendbuf, void *recvbuf, size_t r
 				    weft_dtype_t dtype, int root, weft_comm_t *comm,
 				    weft_request_t **req)
 {
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, scatter(sendbuf, recvbuf, recvcount, dtype, root, comm, req));
 }
@@ -532,9 +527,7 @@ static weft_status_t alltoall(const void *sendbuf, void *recvbuf, size_t count, 
 WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count,
 				     weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req)
 {
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, alltoall(sendbuf, recvbuf, count, dtype, comm, req));
 }
@@ -611,9 +604,7 @@ WEFT_API weft_status_t weft_alltoallv(const void *sendbuf, const size_t *sendcou
 				      const size_t *recvcounts, const size_t *rdispls,
 				      weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req)
 {
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls,
 				    dtype, comm, req));
@@ -623,9 +614,7 @@ WEFT_API weft_status_t weft_barrier(weft_comm_t *comm, weft_request_t **req)
 {
 	wt_sched_args_t args;
 
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	args_init(&args, comm, WT_COLL_BARRIER, 0, WEFT_UINT8, WEFT_SUM, 0);
 	return note(comm, run(comm, &args, NULL, NULL, 0, 0, req));
@@ -658,9 +647,7 @@ static weft_status_t p2p(wt_sched_coll_t coll, void *buf, size_t count, weft_dty
 WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer,
 				 int tag, weft_comm_t *comm, weft_request_t **req)
 {
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm,
 		    p2p(WT_COLL_SEND, (void *)(uintptr_t)buf, count, dtype, peer, tag, comm, req));
@@ -669,9 +656,7 @@ WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dty
 WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, int tag,
 				 weft_comm_t *comm, weft_request_t **req)
 {
-	if (req != NULL)
-		*req = NULL;
-	if (comm == NULL)
+	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, p2p(WT_COLL_RECV, buf, count, dtype, peer, tag, comm, req));
 }
