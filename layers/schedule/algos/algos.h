@@ -33,4 +33,47 @@ weft_status_t wt_sched_recv_direct(const wt_sched_args_t *args, wt_sched_plan_t 
  * SEND to RECV unless in place. */
 weft_status_t wt_sched_allreduce_local(const wt_sched_args_t *args, wt_sched_plan_t *p);
 
+/* The binomial tree over ranks relative to the root that gather and scatter walk (in
+ * opposite directions): relative rank v's subtree is the contiguous range of relative
+ * ranks [v, v + size(v)), each owning one block of blk bytes. */
+typedef struct {
+	const wt_sched_args_t *a;
+	wt_sched_plan_t *p;
+	unsigned n;   /* ranks */
+	unsigned vr;  /* our rank relative to the root */
+	unsigned low; /* vr's lowest set bit (n at the root): our subtree's span */
+	size_t blk;
+} wt_sched_btree_t;
+
+static inline void wt_sched_btree_init(wt_sched_btree_t *t, size_t blk)
+{
+	t->blk = blk;
+	t->n = (unsigned)t->a->size;
+	t->vr = ((unsigned)t->a->rank + t->n - (unsigned)t->a->root) % t->n;
+	t->low = t->vr ? (t->vr & -t->vr) : t->n;
+}
+
+/* The absolute rank of relative rank v. */
+static inline int wt_sched_btree_peer(const wt_sched_btree_t *t, unsigned v)
+{
+	return (int)((v + (unsigned)t->a->root) % t->n);
+}
+
+/* Blocks in the subtree of relative rank v. */
+static inline unsigned wt_sched_btree_size(const wt_sched_btree_t *t, unsigned v)
+{
+	unsigned low = v ? (v & -v) : t->n;
+
+	return low < t->n - v ? low : t->n - v;
+}
+
+/* End of the first piece of relative range [s, e): where absolute blocks wrap to 0, so a
+ * range travels as at most two messages that land in place at the root. */
+static inline unsigned wt_sched_btree_cut(const wt_sched_btree_t *t, unsigned s, unsigned e)
+{
+	unsigned w = t->n - (unsigned)t->a->root;
+
+	return s < w && w < e ? w : e;
+}
+
 #endif

@@ -9,63 +9,38 @@
 
 #define GB_MAX_DEPS 72 /* own copy + two pieces per child; 32 children at most */
 
-typedef struct {
-	const wt_sched_args_t *a;
-	wt_sched_plan_t *p;
-	unsigned n, vr, low;
-	size_t blk;
-} gb_t;
-
-static int gb_peer(const gb_t *g, unsigned v)
-{
-	return (int)((v + (unsigned)g->a->root) % g->n);
-}
-
-/* Blocks in the subtree of relative rank v. */
-static unsigned gb_size(const gb_t *g, unsigned v)
-{
-	unsigned low = v ? (v & -v) : g->n;
-
-	return low < g->n - v ? low : g->n - v;
-}
-
-/* End of the first piece of relative range [s, e): where absolute blocks wrap to 0. */
-static unsigned gb_cut(const gb_t *g, unsigned s, unsigned e)
-{
-	unsigned w = g->n - (unsigned)g->a->root;
-
-	return s < w && w < e ? w : e;
-}
-
 /* Receive relative range [s, e) from child c: into RECV in place at the root, else into
  * SCRATCH at the block's offset from vr. Appends the receive ids to deps. */
-static int gb_recv_range(const gb_t *g, unsigned c, unsigned s, unsigned e, int *deps, int nd)
+static int gb_recv_range(const wt_sched_btree_t *g, unsigned c, unsigned s, unsigned e, int *deps,
+			 int nd)
 {
 	while (s < e) {
-		unsigned cut = gb_cut(g, s, e);
+		unsigned cut = wt_sched_btree_cut(g, s, e);
 		size_t len = (cut - s) * g->blk;
 
 		if (g->vr == 0)
-			deps[nd++] = wt_sched_recv(g->p, gb_peer(g, c), WT_SCHED_BUF_RECV,
-						   (size_t)gb_peer(g, s) * g->blk, len, 0, NULL);
+			deps[nd++] =
+			    wt_sched_recv(g->p, wt_sched_btree_peer(g, c), WT_SCHED_BUF_RECV,
+					  (size_t)wt_sched_btree_peer(g, s) * g->blk, len, 0, NULL);
 		else
-			deps[nd++] = wt_sched_recv(g->p, gb_peer(g, c), WT_SCHED_BUF_SCRATCH,
-						   (s - g->vr) * g->blk, len, 0, NULL);
+			deps[nd++] =
+			    wt_sched_recv(g->p, wt_sched_btree_peer(g, c), WT_SCHED_BUF_SCRATCH,
+					  (s - g->vr) * g->blk, len, 0, NULL);
 		s = cut;
 	}
 	return nd;
 }
 
-static void gb_send_up(const gb_t *g, unsigned sz, const int *deps, int nd)
+static void gb_send_up(const wt_sched_btree_t *g, unsigned sz, const int *deps, int nd)
 {
-	int parent = gb_peer(g, g->vr - g->low);
+	int parent = wt_sched_btree_peer(g, g->vr - g->low);
 
 	if (sz == 1) {
 		wt_sched_send(g->p, parent, WT_SCHED_BUF_SEND, 0, g->blk, 0, NULL);
 		return;
 	}
 	for (unsigned s = g->vr, e = g->vr + sz; s < e;) {
-		unsigned cut = gb_cut(g, s, e);
+		unsigned cut = wt_sched_btree_cut(g, s, e);
 
 		wt_sched_send(g->p, parent, WT_SCHED_BUF_SCRATCH, (s - g->vr) * g->blk,
 			      (cut - s) * g->blk, nd, deps);
@@ -75,7 +50,7 @@ static void gb_send_up(const gb_t *g, unsigned sz, const int *deps, int nd)
 
 weft_status_t wt_sched_gather_binomial(const wt_sched_args_t *a, wt_sched_plan_t *p)
 {
-	gb_t g = {.a = a, .p = p};
+	wt_sched_btree_t g = {.a = a, .p = p};
 	size_t elem = wt_util_dtype_size(a->dtype);
 	int deps[GB_MAX_DEPS], nd = 0;
 	unsigned sz;
@@ -91,13 +66,10 @@ weft_status_t wt_sched_gather_binomial(const wt_sched_args_t *a, wt_sched_plan_t
 		    a->root);
 		return WEFT_ERR_INVALID_ARG;
 	}
-	g.blk = a->count * elem;
-	if (g.blk == 0)
+	if (a->count * elem == 0)
 		return WEFT_OK;
-	g.n = (unsigned)a->size;
-	g.vr = ((unsigned)a->rank + g.n - (unsigned)a->root) % g.n;
-	g.low = g.vr ? (g.vr & -g.vr) : g.n;
-	sz = gb_size(&g, g.vr);
+	wt_sched_btree_init(&g, a->count * elem);
+	sz = wt_sched_btree_size(&g, g.vr);
 	if (g.vr == 0 && !a->in_place)
 		wt_sched_copy(p, WT_SCHED_BUF_RECV, (size_t)a->rank * g.blk, WT_SCHED_BUF_SEND, 0,
 			      g.blk, 0, NULL);
@@ -107,8 +79,8 @@ weft_status_t wt_sched_gather_binomial(const wt_sched_args_t *a, wt_sched_plan_t
 		    wt_sched_copy(p, WT_SCHED_BUF_SCRATCH, 0, WT_SCHED_BUF_SEND, 0, g.blk, 0, NULL);
 	}
 	for (unsigned m = 1; m < g.low && g.vr + m < g.n; m *= 2)
-		nd = gb_recv_range(&g, g.vr + m, g.vr + m, g.vr + m + gb_size(&g, g.vr + m), deps,
-				   nd);
+		nd = gb_recv_range(&g, g.vr + m, g.vr + m,
+				   g.vr + m + wt_sched_btree_size(&g, g.vr + m), deps, nd);
 	if (g.vr != 0)
 		gb_send_up(&g, sz, deps, nd);
 	return WEFT_OK;

@@ -6,54 +6,27 @@
 #include "layers/schedule/algos/algos.h"
 #include "lib/util/dtype.h"
 
-typedef struct {
-	const wt_sched_args_t *a;
-	wt_sched_plan_t *p;
-	unsigned n, vr, low;
-	size_t blk;
-} sb_t;
-
-static int sb_peer(const sb_t *g, unsigned v)
-{
-	return (int)((v + (unsigned)g->a->root) % g->n);
-}
-
-static unsigned sb_size(const sb_t *g, unsigned v)
-{
-	unsigned low = v ? (v & -v) : g->n;
-
-	return low < g->n - v ? low : g->n - v;
-}
-
-/* End of the first piece of relative range [s, e): where absolute blocks wrap to 0. */
-static unsigned sb_cut(const sb_t *g, unsigned s, unsigned e)
-{
-	unsigned w = g->n - (unsigned)g->a->root;
-
-	return s < w && w < e ? w : e;
-}
-
 /* Send child c its range: from SEND at absolute offsets at the root, else from SCRATCH. */
-static void sb_send_range(const sb_t *g, unsigned c, int nd, const int *deps)
+static void sb_send_range(const wt_sched_btree_t *g, unsigned c, int nd, const int *deps)
 {
-	for (unsigned s = c, e = c + sb_size(g, c); s < e;) {
-		unsigned cut = sb_cut(g, s, e);
+	for (unsigned s = c, e = c + wt_sched_btree_size(g, c); s < e;) {
+		unsigned cut = wt_sched_btree_cut(g, s, e);
 		size_t len = (cut - s) * g->blk;
 
 		if (g->vr == 0)
-			wt_sched_send(g->p, sb_peer(g, c), WT_SCHED_BUF_SEND,
-				      (size_t)sb_peer(g, s) * g->blk, len, 0, NULL);
+			wt_sched_send(g->p, wt_sched_btree_peer(g, c), WT_SCHED_BUF_SEND,
+				      (size_t)wt_sched_btree_peer(g, s) * g->blk, len, 0, NULL);
 		else
-			wt_sched_send(g->p, sb_peer(g, c), WT_SCHED_BUF_SCRATCH,
+			wt_sched_send(g->p, wt_sched_btree_peer(g, c), WT_SCHED_BUF_SCRATCH,
 				      (s - g->vr) * g->blk, len, nd, deps);
 		s = cut;
 	}
 }
 
-static void sb_build(const sb_t *g)
+static void sb_build(const wt_sched_btree_t *g)
 {
-	unsigned sz = sb_size(g, g->vr), m = 1;
-	int parent = sb_peer(g, g->vr - g->low), deps[2], nd = 0;
+	unsigned sz = wt_sched_btree_size(g, g->vr), m = 1;
+	int parent = wt_sched_btree_peer(g, g->vr - g->low), deps[2], nd = 0;
 
 	if (g->vr == 0) {
 		wt_sched_copy(g->p, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_SEND,
@@ -64,7 +37,7 @@ static void sb_build(const sb_t *g)
 	} else {
 		wt_sched_scratch(g->p, sz * g->blk);
 		for (unsigned s = g->vr, e = g->vr + sz; s < e;) {
-			unsigned cut = sb_cut(g, s, e);
+			unsigned cut = wt_sched_btree_cut(g, s, e);
 
 			deps[nd++] =
 			    wt_sched_recv(g->p, parent, WT_SCHED_BUF_SCRATCH, (s - g->vr) * g->blk,
@@ -83,7 +56,7 @@ static void sb_build(const sb_t *g)
 
 weft_status_t wt_sched_scatter_binomial(const wt_sched_args_t *a, wt_sched_plan_t *p)
 {
-	sb_t g = {.a = a, .p = p};
+	wt_sched_btree_t g = {.a = a, .p = p};
 	size_t elem = wt_util_dtype_size(a->dtype);
 
 	if (!elem || a->size < 1 || a->root < 0 || a->root >= a->size) {
@@ -96,12 +69,9 @@ weft_status_t wt_sched_scatter_binomial(const wt_sched_args_t *a, wt_sched_plan_
 			      a->root);
 		return WEFT_ERR_UNSUPPORTED;
 	}
-	g.blk = a->count * elem;
-	if (g.blk == 0)
+	if (a->count * elem == 0)
 		return WEFT_OK;
-	g.n = (unsigned)a->size;
-	g.vr = ((unsigned)a->rank + g.n - (unsigned)a->root) % g.n;
-	g.low = g.vr ? (g.vr & -g.vr) : g.n;
+	wt_sched_btree_init(&g, a->count * elem);
 	sb_build(&g);
 	return WEFT_OK;
 }
