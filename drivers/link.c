@@ -1,4 +1,5 @@
 /* Registry of the link drivers built into this library (drivers/). */
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -89,4 +90,45 @@ void wt_link_any_to_loopback(struct sockaddr_storage *ss)
 		if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
 			s6->sin6_addr = in6addr_loopback;
 	}
+}
+
+weft_status_t wt_link_errq_init(wt_link_errq_t *q, int size)
+{
+	q->q = calloc((size_t)(size > 0 ? size : 1), sizeof(*q->q));
+	q->head = q->len = 0;
+	q->cap = size;
+	return q->q != NULL ? WEFT_OK : WEFT_ERR_NO_MEMORY;
+}
+
+void wt_link_errq_free(wt_link_errq_t *q)
+{
+	free(q->q);
+	q->q = NULL;
+	q->len = q->cap = 0;
+}
+
+void wt_link_errq_push(wt_link_errq_t *q, int peer, weft_status_t status)
+{
+	if (q->len >= q->cap)
+		return; /* cannot happen: each peer is pushed once */
+	q->q[(q->head + q->len) % q->cap] = (struct wt_link_err){peer, status};
+	q->len++;
+}
+
+int wt_link_errq_pop(wt_link_errq_t *q, wt_link_event_t *ev, int max)
+{
+	int n = 0;
+
+	while (n < max && q->len > 0) {
+		const struct wt_link_err *e = &q->q[q->head];
+
+		memset(&ev[n], 0, sizeof(ev[n]));
+		ev[n].type = WT_LINK_EV_PEER_ERROR;
+		ev[n].peer = e->peer;
+		ev[n].status = e->status;
+		q->head = (q->head + 1) % q->cap;
+		q->len--;
+		n++;
+	}
+	return n;
 }

@@ -169,6 +169,24 @@ weft_status_t wt_link_bind_addr(const char *driver, const char *bind_addr,
  * address to advertise for it. */
 void wt_link_any_to_loopback(struct sockaddr_storage *ss);
 
+/* The peers a driver has to report as PEER_ERROR events, in the order they failed. The
+ * driver pushes each peer at most once (when it marks it failed), so room for every
+ * peer is enough. */
+typedef struct {
+	struct wt_link_err {
+		int peer;
+		weft_status_t status;
+	} * q;
+	int head, len, cap;
+} wt_link_errq_t;
+
+/* WEFT_ERR_NO_MEMORY if the queue for size peers cannot be allocated. */
+weft_status_t wt_link_errq_init(wt_link_errq_t *q, int size);
+void wt_link_errq_free(wt_link_errq_t *q);
+void wt_link_errq_push(wt_link_errq_t *q, int peer, weft_status_t status);
+/* Moves up to max queued errors into ev as PEER_ERROR events; returns how many. */
+int wt_link_errq_pop(wt_link_errq_t *q, wt_link_event_t *ev, int max);
+
 /* Registry of the drivers built into this library. */
 const wt_link_ops_t *wt_link_find(const char *name);
 /* NULL-terminated list of built drivers. */

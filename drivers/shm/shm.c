@@ -75,9 +75,7 @@ struct wt_link {
 	int *active; /* peers in state UP or DYING, scanned by poll() */
 	int nactive;
 	int rr;
-	int *errq; /* FIFO of peers with a PEER_ERROR to report (each at most once) */
-	int errq_head;
-	int errq_len;
+	wt_link_errq_t errq; /* peers with a PEER_ERROR to report */
 	struct pollfd *pfds;
 	uint64_t next_live_ns;
 };
@@ -129,26 +127,7 @@ static void push_error(wt_link_t *l, int peer, weft_status_t st)
 		return;
 	p->state = SHM_PEER_FAILED;
 	p->status = st;
-	l->errq[(l->errq_head + l->errq_len) % l->size] = peer;
-	l->errq_len++;
-}
-
-static int pop_errors(wt_link_t *l, wt_link_event_t *ev, int max)
-{
-	int n = 0;
-
-	while (n < max && l->errq_len > 0) {
-		int peer = l->errq[l->errq_head];
-
-		l->errq_head = (l->errq_head + 1) % l->size;
-		l->errq_len--;
-		memset(&ev[n], 0, sizeof(ev[n]));
-		ev[n].type = WT_LINK_EV_PEER_ERROR;
-		ev[n].peer = peer;
-		ev[n].status = l->peers[peer].status;
-		n++;
-	}
-	return n;
+	wt_link_errq_push(&l->errq, peer, st);
 }
 
 static void ring_bell(int sock)
@@ -303,7 +282,7 @@ static void shm_close(wt_link_t *l)
 		close(l->epfd);
 	free(l->peers);
 	free(l->active);
-	free(l->errq);
+	wt_link_errq_free(&l->errq);
 	free(l->pfds);
 	free(l);
 }
@@ -323,10 +302,10 @@ static weft_status_t shm_alloc(const wt_link_config_t *cfg, wt_link_t **out)
 	snprintf(l->job_id, sizeof(l->job_id), "%s", cfg->job_id);
 	l->peers = calloc((size_t)cfg->size, sizeof(*l->peers));
 	l->active = calloc((size_t)cfg->size, sizeof(*l->active));
-	l->errq = calloc((size_t)cfg->size, sizeof(*l->errq));
 	l->pfds = calloc((size_t)cfg->size, sizeof(*l->pfds));
 	*out = l;
-	if (!l->peers || !l->active || !l->errq || !l->pfds) {
+	if (wt_link_errq_init(&l->errq, cfg->size) != WEFT_OK || !l->peers || !l->active ||
+	    !l->pfds) {
 		WT_ERROR("shm: out of memory for %d peers", cfg->size);
 		return WEFT_ERR_NO_MEMORY;
 	}
@@ -874,7 +853,7 @@ static int shm_poll(wt_link_t *l, wt_link_event_t *ev, int max)
 	if (l == NULL || max < 0 || (max > 0 && ev == NULL))
 		return WEFT_ERR_INVALID_ARG;
 	rx_publish(l);
-	n = pop_errors(l, ev, max);
+	n = wt_link_errq_pop(&l->errq, ev, max);
 	now = wt_util_time_ns();
 	if (now >= l->next_live_ns) {
 		check_liveness(l);
@@ -884,7 +863,7 @@ static int shm_poll(wt_link_t *l, wt_link_event_t *ev, int max)
 	for (int i = 0; i < l->nactive && n < max; i++)
 		n += rx_peer(l, l->active[(start + i) % l->nactive], ev + n, max - n);
 	prune_active(l);
-	n += pop_errors(l, ev + n, max - n);
+	n += wt_link_errq_pop(&l->errq, ev + n, max - n);
 	return n;
 }
 
@@ -912,7 +891,7 @@ static int shm_arm(wt_link_t *l)
 {
 	if (l == NULL)
 		return 1;
-	if (l->errq_len > 0)
+	if (l->errq.len > 0)
 		return 1;
 	atomic_store_explicit(&l->hdr->sleeping, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);

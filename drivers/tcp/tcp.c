@@ -138,9 +138,7 @@ struct wt_link {
 	int nrxq;
 	int *deliv; /* peers whose buffers hold frames handed out by the last poll */
 	int ndeliv;
-	int *errq;
-	int errq_head;
-	int errq_len;
+	wt_link_errq_t errq; /* peers with a PEER_ERROR to report */
 };
 
 /* ---- small helpers ---- */
@@ -234,26 +232,7 @@ static void push_error(wt_link_t *l, int peer, weft_status_t st)
 		return;
 	p->state = TCP_FAILED;
 	p->status = st;
-	l->errq[(l->errq_head + l->errq_len) % l->size] = peer;
-	l->errq_len++;
-}
-
-static int pop_errors(wt_link_t *l, wt_link_event_t *ev, int max)
-{
-	int n = 0;
-
-	while (n < max && l->errq_len > 0) {
-		int peer = l->errq[l->errq_head];
-
-		l->errq_head = (l->errq_head + 1) % l->size;
-		l->errq_len--;
-		memset(&ev[n], 0, sizeof(ev[n]));
-		ev[n].type = WT_LINK_EV_PEER_ERROR;
-		ev[n].peer = peer;
-		ev[n].status = l->peers[peer].status;
-		n++;
-	}
-	return n;
+	wt_link_errq_push(&l->errq, peer, st);
 }
 
 static int timed_state(int state)
@@ -382,7 +361,7 @@ static void tcp_close(wt_link_t *l)
 	free(l->peers);
 	free(l->rxq);
 	free(l->deliv);
-	free(l->errq);
+	wt_link_errq_free(&l->errq);
 	free(l);
 }
 
@@ -408,8 +387,8 @@ static weft_status_t tcp_alloc(const wt_link_config_t *cfg, wt_link_t **out)
 	l->peers = calloc(n, sizeof(*l->peers));
 	l->rxq = calloc(n, sizeof(int));
 	l->deliv = calloc(n, sizeof(int));
-	l->errq = calloc(n, sizeof(int));
-	if (!l->peers || !l->rxq || !l->deliv || !l->errq) {
+	if (wt_link_errq_init(&l->errq, cfg->size) != WEFT_OK || !l->peers || !l->rxq ||
+	    !l->deliv) {
 		WT_ERROR("tcp: out of memory for %d peers", cfg->size);
 		return WEFT_ERR_NO_MEMORY;
 	}
@@ -1314,9 +1293,9 @@ static int tcp_poll(wt_link_t *l, wt_link_event_t *ev, int max)
 			timers_run(l, now);
 	}
 	events_run(l);
-	n = pop_errors(l, ev, max);
+	n = wt_link_errq_pop(&l->errq, ev, max);
 	n += rx_all(l, ev + n, max - n);
-	n += pop_errors(l, ev + n, max - n);
+	n += wt_link_errq_pop(&l->errq, ev + n, max - n);
 	return n;
 }
 
@@ -1331,7 +1310,7 @@ static int tcp_arm(wt_link_t *l)
 {
 	if (l == NULL)
 		return 1;
-	if (l->errq_len > 0 || l->nrxq > 0)
+	if (l->errq.len > 0 || l->nrxq > 0)
 		return 1;
 	if (l->next_timer != UINT64_MAX && wt_util_time_ns() >= l->next_timer)
 		return 1;
