@@ -15,28 +15,15 @@
 #include <time.h>
 #include <weft/weft.h>
 
+#include "tests/integration/common/report.h"
 #include "tests/integration/common/testvals.h"
 
 #define GUARD 64 /* bytes past every buffer that no call may touch */
 
 static weft_comm_t *g_comm;
-static int g_rank, g_size, g_fail, g_quick, g_big;
+static int g_size, g_quick, g_big;
 static const char *g_only;
 static int g_salt;
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "rank %d: FAIL: ", g_rank);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	g_fail++;
-}
 
 static int section(const char *name)
 {

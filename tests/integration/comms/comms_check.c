@@ -15,21 +15,9 @@
 #include <unistd.h>
 #include <weft/weft.h>
 
-static int g_rank, g_size, g_fail;
+#include "tests/integration/common/report.h"
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "rank %d: FAIL: ", g_rank);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	g_fail++;
-}
+static int g_size;
 
 static double now_s(void)
 {

@@ -16,23 +16,11 @@
 #include <time.h>
 #include <weft/weft.h>
 
+#include "tests/integration/common/report.h"
+
 static weft_comm_t *g_comm;
-static int g_rank, g_size, g_fail;
+static int g_size;
 static uint64_t g_rng;
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "rank %d: FAIL: ", g_rank);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	g_fail++;
-}
 
 /* Same sequence on every rank: every rank makes the same calls in the same order. */
 static uint64_t rnd(void)
