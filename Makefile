@@ -1,7 +1,7 @@
 # weft: the two commands. `make run` sets up, builds and runs the 4-rank demo;
 # `make test` sets up, builds and runs every test (plus the unit tests under ASan+UBSan).
 DEBIAN_PKGS := gcc g++ meson ninja-build pkg-config libsodium-dev libcmocka-dev python3 iproute2 \
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev libdpdk-dev tshark
 BUILD ?= build
 BUILD_ASAN ?= build-asan
 BUILD_FUZZ ?= build-fuzz

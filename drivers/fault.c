@@ -22,6 +22,8 @@
 struct fault_frame {
 	struct fault_frame *next;
 	uint64_t due; /* monotonic ns: not handed to the inner link before this */
+	int has_info; /* sent with send_info: info goes with every copy to the inner link */
+	wt_link_frame_info_t info;
 	size_t len;
 	uint8_t data[];
 };
@@ -396,17 +398,23 @@ static struct fault_frame *frame_new(size_t len)
 		return NULL;
 	f->next = NULL;
 	f->due = 0;
+	f->has_info = 0;
 	f->len = len;
 	return f;
 }
 
-static struct fault_frame *frame_from_iov(const struct iovec *iov, int iovcnt, size_t total)
+static struct fault_frame *frame_from_iov(const struct iovec *iov, int iovcnt, size_t total,
+					  const wt_link_frame_info_t *info)
 {
 	struct fault_frame *f = frame_new(total);
 	size_t off = 0;
 
 	if (f == NULL)
 		return NULL;
+	if (info != NULL) {
+		f->has_info = 1;
+		f->info = *info;
+	}
 	for (int i = 0; i < iovcnt; i++) {
 		if (iov[i].iov_len == 0)
 			continue;
@@ -420,9 +428,22 @@ static struct fault_frame *frame_clone(const struct fault_frame *src)
 {
 	struct fault_frame *f = frame_new(src->len);
 
-	if (f)
+	if (f) {
 		memcpy(f->data, src->data, src->len);
+		f->has_info = src->has_info;
+		f->info = src->info;
+	}
 	return f;
+}
+
+/* The inner link's send, with the frame's description when there is one and the inner
+ * link takes it. */
+static weft_status_t inner_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+				void *cookie, const wt_link_frame_info_t *info)
+{
+	if (info != NULL && l->iops->send_info != NULL)
+		return l->iops->send_info(l->inner, peer, iov, iovcnt, cookie, info);
+	return l->iops->send(l->inner, peer, iov, iovcnt, cookie);
 }
 
 /* ---- per-peer queues ---- */
@@ -489,7 +510,7 @@ static void q_flush(wt_link_t *l, int peer, uint64_t now)
 	while (p->q.head && p->q.head->due <= now) {
 		struct fault_frame *f = p->q.head;
 		struct iovec iov = {f->data, f->len};
-		weft_status_t st = l->iops->send(l->inner, peer, &iov, 1, f);
+		weft_status_t st = inner_send(l, peer, &iov, 1, f, f->has_info ? &f->info : NULL);
 
 		if (st == WT_AGAIN) {
 			p->retry_at = now + FAULT_RETRY_NS;
@@ -557,9 +578,6 @@ static void release_due(wt_link_t *l, uint64_t now)
 
 /* ---- the link ops ---- */
 
-static weft_status_t fault_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
-				void *cookie);
-
 static int fault_applies(wt_link_t *l, int peer)
 {
 	if (!l->cfg.enabled || peer < 0 || peer >= FAULT_MAX_PEERS)
@@ -574,10 +592,11 @@ struct fault_draw {
 
 /* Takes a copy of the frame (or two, or a corrupted one) into the peer's queues. */
 static weft_status_t send_copied(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
-				 size_t total, const struct fault_draw *d, uint64_t now)
+				 size_t total, const wt_link_frame_info_t *info,
+				 const struct fault_draw *d, uint64_t now)
 {
 	struct fault_peer *p = &l->peers[peer];
-	struct fault_frame *f = frame_from_iov(iov, iovcnt, total);
+	struct fault_frame *f = frame_from_iov(iov, iovcnt, total, info);
 	struct fault_frame *g = NULL;
 	uint64_t due = now + (uint64_t)l->cfg.delay_us * 1000;
 
@@ -617,8 +636,9 @@ static weft_status_t send_copied(wt_link_t *l, int peer, const struct iovec *iov
 	return WEFT_OK;
 }
 
-static weft_status_t fault_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
-				void *cookie)
+/* send and send_info: info (NULL = none) travels with the frame and all its copies. */
+static weft_status_t fault_xmit(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+				void *cookie, const wt_link_frame_info_t *info)
 {
 	const wt_fault_config_t *c;
 	struct fault_peer *p;
@@ -632,8 +652,9 @@ static weft_status_t fault_send(wt_link_t *l, int peer, const struct iovec *iov,
 		return WEFT_ERR_INVALID_ARG;
 	c = &l->cfg;
 	/* Invalid sends go to the inner link unchanged: it reports them in its own words. */
-	if (!fault_applies(l, peer) || wt_link_iov_total(iov, iovcnt, l->base.max_frame, &total) != WEFT_OK)
-		return l->iops->send(l->inner, peer, iov, iovcnt, cookie);
+	if (!fault_applies(l, peer) ||
+	    wt_link_iov_total(iov, iovcnt, l->base.max_frame, &total) != WEFT_OK)
+		return inner_send(l, peer, iov, iovcnt, cookie, info);
 	p = peer_get(l, peer);
 	if (p == NULL) {
 		WT_ERROR("fault: %s: out of memory for the state of peer rank %d", l->ops.name,
@@ -663,12 +684,12 @@ static weft_status_t fault_send(wt_link_t *l, int peer, const struct iovec *iov,
 	d.corrupt = u_corrupt < c->corrupt && total > 0;
 	d.hold = u_reorder < c->reorder && p->held.head == NULL;
 	if (d.dup || d.corrupt || d.hold || c->delay_us > 0) {
-		st = send_copied(l, peer, iov, iovcnt, total, &d, now);
+		st = send_copied(l, peer, iov, iovcnt, total, info, &d, now);
 		if (st != WEFT_OK)
 			memcpy(p->rng, saved, sizeof(saved));
 		return st;
 	}
-	st = l->iops->send(l->inner, peer, iov, iovcnt, cookie);
+	st = inner_send(l, peer, iov, iovcnt, cookie, info);
 	if (st == WT_AGAIN || wt_util_is_err(st)) {
 		memcpy(p->rng, saved, sizeof(saved));
 		return st;
@@ -678,6 +699,18 @@ static weft_status_t fault_send(wt_link_t *l, int peer, const struct iovec *iov,
 		q_flush(l, peer, now);
 	}
 	return st;
+}
+
+static weft_status_t fault_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+				void *cookie)
+{
+	return fault_xmit(l, peer, iov, iovcnt, cookie, NULL);
+}
+
+static weft_status_t fault_send_info(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+				     void *cookie, const wt_link_frame_info_t *info)
+{
+	return fault_xmit(l, peer, iov, iovcnt, cookie, info);
 }
 
 /* Drops the SEND_DONE events of the wrapper's own copies; returns the events left. */
@@ -879,6 +912,7 @@ weft_status_t wt_fault_wrap(wt_link_t *inner, const wt_fault_config_t *cfg, int 
 	l->ops.close = fault_close;
 	l->ops.stats = fault_stats;
 	l->ops.timer_ms = fault_timer_ms;
+	l->ops.send_info = fault_send_info; /* never the inner one: it takes the inner link */
 	l->base.ops = &l->ops;
 	l->base.max_frame = wt_link_max_frame(inner);
 	WT_INFO("fault: rank %d %s link: drop=%g dup=%g reorder=%g corrupt=%g delay_us=%u "

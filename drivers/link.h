@@ -28,6 +28,8 @@ typedef struct {
 	wt_util_key_t key;	/* job token key: every connection proves it */
 	double connect_timeout; /* seconds: connect retries until this, then fails */
 	const char *bind_addr;	/* tcp: local IP to listen on (NULL = any) */
+	const char *host_id;	/* this rank's host identity (NULL = unknown): equal strings
+				   mean the same host (and network namespace) */
 } wt_link_config_t;
 
 enum wt_link_event_type {
@@ -67,6 +69,22 @@ typedef struct {
 	/* WEFT_FAULT: what the injector did to frames sent to this peer */
 	uint64_t fault_drops, fault_dups, fault_reorders, fault_delays, fault_corrupts;
 } wt_link_stats_t;
+
+/* What a reliability layer says about a frame it sends (send_info below), for a wire
+ * whose own headers have sequence and acknowledgement fields (RoCE's BTH PSN and AETH
+ * MSN). The frame itself still carries all of it; a driver may ignore this. */
+enum wt_link_frame_kind {
+	WT_LINK_FRAME_DATA = 1, /* payload frame with sequence number seq */
+	WT_LINK_FRAME_ACK = 2,	/* acknowledgement only */
+	WT_LINK_FRAME_CTRL = 3, /* handshake or other control */
+};
+
+typedef struct {
+	int kind;     /* enum wt_link_frame_kind */
+	uint64_t seq; /* DATA: this frame's sequence number */
+	uint64_t ack; /* every frame with a sequence number below ack has arrived */
+	int ack_req;  /* the sender wants an acknowledgement soon */
+} wt_link_frame_info_t;
 
 /* Optional one-sided read descriptor: what a peer publishes so we can GET from it. */
 typedef struct {
@@ -114,6 +132,12 @@ typedef struct wt_link_ops {
 	 * link's own timers (retransmission, delayed frames), 0 if already due, -1 when no
 	 * timer is pending. A caller about to sleep on fd() sleeps no longer than this. */
 	int (*timer_ms)(wt_link_t *link);
+	/* Optional (NULL = use send). send() with a description of the frame; same contract
+	 * as send. A wrapper passes info on to its inner link (or calls the inner send when
+	 * the inner link has no send_info). info is valid only during the call: a link that
+	 * needs it later copies it. */
+	weft_status_t (*send_info)(wt_link_t *link, int peer, const struct iovec *iov, int iovcnt,
+				   void *cookie, const wt_link_frame_info_t *info);
 } wt_link_ops_t;
 
 /* Every driver's link struct starts with this. */

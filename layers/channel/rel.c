@@ -446,6 +446,25 @@ static void ack_sent(wt_link_t *l, struct rel_peer *p)
 	p->adv_sent = adv_now(l, p);
 }
 
+/* Hands one frame to the inner link, telling a driver that maps reliability state onto
+ * its own wire headers (send_info) what the frame is: the kind, and seq and ack as the
+ * header h carries them (DATA: its sequence number; HELLO: our ISN; ACK: 0). */
+static weft_status_t inner_send(wt_link_t *l, int pi, const struct iovec *iov, int iovcnt, void *ck,
+				const wt_rel_hdr_t *h, int ack_req)
+{
+	if (l->iops->send_info == NULL)
+		return l->iops->send(l->inner, pi, iov, iovcnt, ck);
+	wt_link_frame_info_t info = {.seq = h->seq, .ack = h->ack, .ack_req = ack_req};
+
+	if (h->type == WT_REL_PKT_DATA)
+		info.kind = WT_LINK_FRAME_DATA;
+	else if (h->type == WT_REL_PKT_ACK)
+		info.kind = WT_LINK_FRAME_ACK;
+	else
+		info.kind = WT_LINK_FRAME_CTRL;
+	return l->iops->send_info(l->inner, pi, iov, iovcnt, ck, &info);
+}
+
 /* Sends a HELLO or an ACK. WEFT_OK, WT_AGAIN (try later) or the inner link's error. */
 static weft_status_t tx_ctl(wt_link_t *l, int pi, uint8_t type)
 {
@@ -473,7 +492,8 @@ static weft_status_t tx_ctl(wt_link_t *l, int pi, uint8_t type)
 	wt_rel_hdr_encode(&h, c->buf);
 	c->iov[0].iov_base = c->buf;
 	c->iov[0].iov_len = WT_REL_HDR_LEN;
-	weft_status_t st = l->iops->send(l->inner, pi, c->iov, iovcnt, &c->ck);
+	weft_status_t st =
+	    inner_send(l, pi, c->iov, iovcnt, &c->ck, &h, (h.flags & WT_REL_FL_WANT_REPLY) != 0);
 
 	if (st != WEFT_INPROGRESS)
 		ctl_put(l, c);
@@ -551,7 +571,11 @@ static weft_status_t tx_data(wt_link_t *l, int pi, struct tx_slot *s, uint64_t n
 	wt_rel_hdr_encode(&h, s->hdr);
 	s->iov[0].iov_base = s->hdr;
 	s->iov[0].iov_len = WT_REL_HDR_LEN;
-	weft_status_t st = l->iops->send(l->inner, pi, s->iov, s->iovcnt, &s->ck);
+	/* The receiver acks every batch it reads anyway; a prompt ack matters most for a
+	 * retransmission, the last frame queued and the one that fills the window. */
+	int ack_req =
+	    s->sent || s->seq + 1 == p->snd_nxt || s->seq + 1 - p->snd_una >= eff_window(l, p);
+	weft_status_t st = inner_send(l, pi, s->iov, s->iovcnt, &s->ck, &h, ack_req);
 
 	if (st == WT_AGAIN)
 		return WT_AGAIN;

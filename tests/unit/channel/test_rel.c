@@ -34,6 +34,15 @@ struct pkt {
 	uint8_t data[];
 };
 
+/* One send_info call whose frame the fake took, with the frame's own header. */
+struct info_rec {
+	int src, dst;
+	wt_link_frame_info_t info;
+	wt_rel_hdr_t h;
+};
+
+#define FK_INFO_MAX 4096
+
 struct net;
 typedef enum fk_action (*fk_filter_fn)(struct net *net, int src, int dst, const wt_rel_hdr_t *h,
 				       void *arg);
@@ -52,6 +61,9 @@ struct net {
 	uint64_t sent[FK_MAX][FK_MAX], drops[FK_MAX][FK_MAX], dups[FK_MAX][FK_MAX];
 	uint64_t reorders[FK_MAX][FK_MAX], corrupts[FK_MAX][FK_MAX], overflows[FK_MAX][FK_MAX];
 	uint64_t data_sent[FK_MAX][FK_MAX], acks_sent[FK_MAX][FK_MAX];
+	uint64_t plain_sends[FK_MAX]; /* frames handed to send() rather than send_info() */
+	struct info_rec *infos;	      /* when set: send_info calls are logged here */
+	int ninfo;
 };
 
 struct pend {
@@ -284,7 +296,7 @@ static weft_status_t fk_connect(wt_link_t *l, int peer, const void *blob, size_t
 	return WEFT_OK;
 }
 
-static weft_status_t fk_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+static weft_status_t fk_xmit(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
 			     void *cookie)
 {
 	uint8_t buf[FK_MAX_FRAME];
@@ -319,6 +331,54 @@ static weft_status_t fk_send(wt_link_t *l, int peer, const struct iovec *iov, in
 	p->is_data = wt_rel_hdr_decode(buf, total, &h) == NULL && h.type == WT_REL_PKT_DATA;
 	p->seq = h.seq;
 	return WEFT_INPROGRESS;
+}
+
+static weft_status_t fk_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+			     void *cookie)
+{
+	l->net->plain_sends[l->rank]++;
+	return fk_xmit(l, peer, iov, iovcnt, cookie);
+}
+
+/* What rel says about a frame must be what the frame's header says: checked on every
+ * frame of every test, and logged when the test asks. */
+static weft_status_t fk_send_info(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+				  void *cookie, const wt_link_frame_info_t *info)
+{
+	uint8_t buf[FK_MAX_FRAME];
+	wt_rel_hdr_t h;
+	weft_status_t st = fk_xmit(l, peer, iov, iovcnt, cookie);
+
+	if (st != WEFT_OK && st != WEFT_INPROGRESS)
+		return st;
+	assert_non_null(info);
+	assert_null(wt_rel_hdr_decode(buf, gather(iov, iovcnt, buf), &h));
+	assert_int_equal(info->ack, h.ack);
+	switch (h.type) {
+	case WT_REL_PKT_DATA:
+		assert_int_equal(info->kind, WT_LINK_FRAME_DATA);
+		assert_int_equal(info->seq, h.seq);
+		break;
+	case WT_REL_PKT_ACK:
+		assert_int_equal(info->kind, WT_LINK_FRAME_ACK);
+		assert_int_equal(info->ack_req, 0);
+		break;
+	default:
+		assert_int_equal(h.type, WT_REL_PKT_HELLO);
+		assert_int_equal(info->kind, WT_LINK_FRAME_CTRL);
+		assert_int_equal(info->seq, h.seq);
+		assert_int_equal(info->ack_req, (h.flags & WT_REL_FL_WANT_REPLY) != 0);
+	}
+	if (l->net->infos != NULL) {
+		assert_true(l->net->ninfo < FK_INFO_MAX);
+		struct info_rec *r = &l->net->infos[l->net->ninfo++];
+
+		r->src = l->rank;
+		r->dst = peer;
+		r->info = *info;
+		r->h = h;
+	}
+	return st;
 }
 
 /* 1 if the fake still holds a transmission of data frame seq to dst. */
@@ -456,6 +516,7 @@ static const wt_link_ops_t fk_ops = {
     .caps = WT_LINK_CAP_HAS_FD,
     .connect = fk_connect,
     .send = fk_send,
+    .send_info = fk_send_info,
     .poll = fk_poll,
     .fd = fk_fd,
     .arm = fk_arm,
@@ -463,6 +524,16 @@ static const wt_link_ops_t fk_ops = {
     .stats = fk_stats,
     .timer_ms = fk_timer_ms,
 };
+
+/* The same fake without send_info: rel must fall back to send. */
+static wt_link_ops_t fk_ops_plain;
+
+static void fk_use_plain(wt_link_t *l)
+{
+	fk_ops_plain = fk_ops;
+	fk_ops_plain.send_info = NULL;
+	l->base.ops = &fk_ops_plain;
+}
 
 /* ======================= endpoints and traffic ======================= */
 
@@ -1895,6 +1966,169 @@ static void test_close_busy(void **state)
 	world_free(&w);
 }
 
+/* ======================= frame descriptions (send_info) ======================= */
+
+static void info_log_on(struct world *w)
+{
+	w->net.infos = calloc(FK_INFO_MAX, sizeof(*w->net.infos));
+	assert_non_null(w->net.infos);
+	w->net.ninfo = 0;
+}
+
+/* Logged frames from src to dst of one kind. */
+static int info_count(const struct net *n, int src, int dst, int kind)
+{
+	int c = 0;
+
+	for (int i = 0; i < n->ninfo; i++)
+		c += n->infos[i].src == src && n->infos[i].dst == dst &&
+		     n->infos[i].info.kind == kind;
+	return c;
+}
+
+/* Every frame goes through send_info with its kind; data frames carry consecutive
+ * sequence numbers from the ISN; acks the receiver's cumulative ack; the handshake is
+ * CTRL; the last frame of a burst asks for an ack. */
+static void test_info_kinds(void **state)
+{
+	wt_rel_config_t c = fast_cfg();
+	struct world w;
+	const uint64_t isn = 1000;
+
+	(void)state;
+	c.isn = isn;
+	c.rto_init = c.rto_min = 0.5; /* no spurious retransmission on a busy machine */
+	c.rto_max = 1;
+	world_init(&w, 2, &c, 22);
+	info_log_on(&w);
+	world_open(&w);
+	/* posted before the handshake: each side's frames go out in one burst */
+	send_n(&w, 0, 1, 10, 100);
+	send_n(&w, 1, 0, 3, 100);
+	assert_true(pump_until_done(&w, 5));
+	pump_for(&w, 10);
+	for (int src = 0; src < 2; src++) {
+		int dst = 1 - src;
+		uint64_t count = src == 0 ? 10 : 3, received = src == 0 ? 3 : 10;
+		uint64_t next = isn, last_ack = isn, last_pure = 0;
+		int first = 1;
+
+		assert_int_equal(w.net.plain_sends[src], 0);
+		/* every frame on the wire was described, with its kind */
+		assert_int_equal(info_count(&w.net, src, dst, WT_LINK_FRAME_DATA),
+				 w.net.data_sent[src][dst]);
+		assert_int_equal(info_count(&w.net, src, dst, WT_LINK_FRAME_ACK),
+				 w.net.acks_sent[src][dst]);
+		assert_int_equal(info_count(&w.net, src, dst, WT_LINK_FRAME_CTRL),
+				 w.net.sent[src][dst] - w.net.data_sent[src][dst] -
+				     w.net.acks_sent[src][dst]);
+		for (int i = 0; i < w.net.ninfo; i++) {
+			const struct info_rec *r = &w.net.infos[i];
+
+			if (r->src != src)
+				continue;
+			if (first) { /* the first HELLO: our ISN, and it wants a reply */
+				assert_int_equal(r->info.kind, WT_LINK_FRAME_CTRL);
+				assert_int_equal(r->h.type, WT_REL_PKT_HELLO);
+				assert_int_equal(r->info.seq, isn);
+				assert_int_equal(r->info.ack_req, 1);
+				first = 0;
+			}
+			if (r->info.kind == WT_LINK_FRAME_CTRL)
+				continue;
+			if (r->info.kind == WT_LINK_FRAME_DATA) {
+				assert_int_equal(r->info.seq, next);
+				assert_int_equal(r->info.ack_req, next == isn + count - 1);
+				next++;
+			} else {
+				last_pure = r->info.ack;
+			}
+			/* data and acks both carry what arrived in order, never going back */
+			assert_true(r->info.ack >= last_ack && r->info.ack <= isn + received);
+			last_ack = r->info.ack;
+		}
+		assert_int_equal(next, isn + count);
+		assert_int_equal(last_ack, isn + received);
+		/* rank 1 has nothing to send after rank 0's data: a pure ack says it all */
+		if (src == 1)
+			assert_int_equal(last_pure, isn + received);
+	}
+	free(w.net.infos);
+	world_free(&w);
+}
+
+/* Retransmissions carry the sequence number of the original and ask for an ack. */
+static void test_info_retransmit(void **state)
+{
+	wt_rel_config_t c = fast_cfg();
+	struct world w;
+	struct drop_nth d = {.nth = 1, .times = 2}; /* not the last: only the resend asks */
+	const uint64_t isn = 5000;
+	int tx[5] = {0}, next_first = 0;
+	uint64_t repeats = 0;
+
+	(void)state;
+	c.isn = isn;
+	world_init(&w, 2, &c, 23);
+	w.net.filter = drop_nth_filter;
+	w.net.farg = &d;
+	world_open(&w);
+	pump_for(&w, 5);
+	info_log_on(&w);
+	send_n(&w, 0, 1, 5, 200);
+	assert_true(pump_until_done(&w, 5));
+	assert_int_equal(d.dropped, 2);
+	assert_int_equal(d.first_seq, isn);
+	for (int i = 0; i < w.net.ninfo; i++) {
+		const struct info_rec *r = &w.net.infos[i];
+
+		if (r->src != 0 || r->info.kind != WT_LINK_FRAME_DATA)
+			continue;
+		assert_true(r->info.seq >= isn && r->info.seq < isn + 5);
+		int k = (int)(r->info.seq - isn);
+
+		if (tx[k] == 0) { /* first transmissions, in order */
+			assert_int_equal(k, next_first);
+			next_first++;
+		} else { /* a retransmission: the same seq, and it wants an ack */
+			assert_int_equal(r->info.ack_req, 1);
+			repeats++;
+		}
+		tx[k]++;
+	}
+	/* the lost frame went three times (two lost), every transmission described */
+	assert_true(tx[1] >= 3);
+	assert_int_equal(repeats, stats(&w, 0, 1).retransmits);
+	assert_int_equal(info_count(&w.net, 0, 1, WT_LINK_FRAME_DATA), w.net.data_sent[0][1]);
+	free(w.net.infos);
+	world_free(&w);
+}
+
+/* An inner link without send_info gets plain sends, and everything works. */
+static void test_info_fallback(void **state)
+{
+	wt_rel_config_t c = fast_cfg();
+	struct world w;
+
+	(void)state;
+	world_init(&w, 2, &c, 24);
+	fk_use_plain(w.ep[1].fake);
+	info_log_on(&w);
+	world_open(&w);
+	send_n(&w, 0, 1, 20, 300);
+	send_n(&w, 1, 0, 20, 300);
+	assert_true(pump_until_done(&w, 5));
+	assert_int_equal(w.net.plain_sends[0], 0);
+	assert_true(w.net.plain_sends[1] >= 20);
+	for (int i = 0; i < w.net.ninfo; i++)
+		assert_int_equal(w.net.infos[i].src, 0);
+	assert_true(info_count(&w.net, 0, 1, WT_LINK_FRAME_DATA) >= 20);
+	assert_int_equal(w.ep[0].next_rx[1], 20);
+	assert_int_equal(w.ep[1].next_rx[0], 20);
+	free(w.net.infos);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1921,6 +2155,9 @@ int main(void)
 	    cmocka_unit_test(test_soak),
 	    cmocka_unit_test(test_inner_errors),
 	    cmocka_unit_test(test_close_busy),
+	    cmocka_unit_test(test_info_kinds),
+	    cmocka_unit_test(test_info_retransmit),
+	    cmocka_unit_test(test_info_fallback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

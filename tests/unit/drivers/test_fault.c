@@ -769,6 +769,8 @@ struct wt_link {
 	int full;
 	int nsent;
 	uint32_t sent_seq[1024];
+	int has_info[1024]; /* the frame came through send_info, with info */
+	wt_link_frame_info_t info[1024];
 	int npend;
 	struct {
 		void *cookie;
@@ -792,8 +794,22 @@ static weft_status_t mock_send(wt_link_t *l, int peer, const struct iovec *iov, 
 	l->pend[l->npend].len = iov[0].iov_len;
 	memcpy(l->pend[l->npend].copy, iov[0].iov_base, iov[0].iov_len);
 	l->npend++;
+	l->has_info[l->nsent] = 0;
 	memcpy(&l->sent_seq[l->nsent++], iov[0].iov_base, 4);
 	return WEFT_INPROGRESS;
+}
+
+static weft_status_t mock_send_info(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+				    void *cookie, const wt_link_frame_info_t *info)
+{
+	weft_status_t st = mock_send(l, peer, iov, iovcnt, cookie);
+
+	assert_non_null(info);
+	if (st == WEFT_INPROGRESS) {
+		l->has_info[l->nsent - 1] = 1;
+		l->info[l->nsent - 1] = *info;
+	}
+	return st;
 }
 
 /* Completes every pending send; its bytes must still be intact (ASan: still allocated). */
@@ -869,6 +885,24 @@ static wt_link_t *mock_open(void)
 	return l;
 }
 
+/* The same mock with send_info. */
+static wt_link_ops_t mock_info_ops;
+
+static void mock_give_info(wt_link_t *l)
+{
+	mock_info_ops = mock_ops;
+	mock_info_ops.send_info = mock_send_info;
+	l->base.ops = &mock_info_ops;
+}
+
+static wt_link_t *mock_open_info(void)
+{
+	wt_link_t *l = mock_open();
+
+	mock_give_info(l);
+	return l;
+}
+
 static wt_link_t *mock_wrap(wt_link_t *inner, const char *spec)
 {
 	wt_fault_config_t cfg;
@@ -879,7 +913,9 @@ static wt_link_t *mock_wrap(wt_link_t *inner, const char *spec)
 	return w;
 }
 
-static weft_status_t mock_send_seq(wt_link_t *w, uint32_t seq, void *cookie)
+/* Sends frame seq through send_info with info, or through send when info is NULL. */
+static weft_status_t mock_send_with(wt_link_t *w, uint32_t seq, void *cookie,
+				    const wt_link_frame_info_t *info)
 {
 	/* A frame passed straight through may stay referenced (WEFT_INPROGRESS) until its
 	 * SEND_DONE: it must outlive this call. */
@@ -890,7 +926,14 @@ static weft_status_t mock_send_seq(wt_link_t *w, uint32_t seq, void *cookie)
 
 	memset(buf, 0x5a, 16);
 	memcpy(buf, &seq, 4);
+	if (info != NULL)
+		return wt_link_ops(w)->send_info(w, 1, &iov, 1, cookie, info);
 	return wt_link_ops(w)->send(w, 1, &iov, 1, cookie);
+}
+
+static weft_status_t mock_send_seq(wt_link_t *w, uint32_t seq, void *cookie)
+{
+	return mock_send_with(w, seq, cookie, NULL);
 }
 
 static void test_inprogress(void **state)
@@ -987,6 +1030,132 @@ static void test_again_keeps_pattern(void **state)
 	}
 }
 
+/* A description that differs in every field from frame to frame, so a swap shows. */
+static wt_link_frame_info_t info_for(uint32_t seq)
+{
+	wt_link_frame_info_t i = {.kind = WT_LINK_FRAME_DATA + (int)(seq % 3),
+				  .seq = 1000 + (uint64_t)seq,
+				  .ack = 7000 + 3 * (uint64_t)seq,
+				  .ack_req = (int)(seq & 1)};
+
+	return i;
+}
+
+/* Polls until the wrapper holds nothing and the mock has completed everything. */
+static void mock_drain(wt_link_t *w, wt_link_t *m)
+{
+	const wt_link_ops_t *o = wt_link_ops(w);
+	uint64_t deadline = wt_util_deadline_in(WAIT_S);
+	wt_link_event_t ev[MAX_EV];
+
+	while (m->npend > 0 || o->timer_ms(w) >= 0) {
+		o->poll(w, ev, MAX_EV);
+		if (m->npend == 0 && o->timer_ms(w) > 0)
+			wt_util_sleep_ns(300000);
+		assert_false(wt_util_deadline_passed(deadline));
+	}
+}
+
+/* send_info: each frame's description reaches the inner link with that frame, through
+ * every queue (delay, reorder, duplicates); plain sends stay plain. */
+static void test_info(void **state)
+{
+	static const char *const specs[] = {"seed=1", "dup=1,seed=2", "delay_us=2000,seed=3",
+					    "reorder=1,seed=4",
+					    "drop=0.2,dup=0.3,reorder=0.3,delay_us=500,seed=5"};
+	const uint32_t count = 40;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(specs) / sizeof(specs[0]); k++) {
+		wt_link_t *m = mock_open_info();
+		wt_link_t *w = mock_wrap(m, specs[k]);
+		int reordered = 0;
+		wt_link_stats_t st;
+		weft_status_t r;
+
+		for (uint32_t s = 0; s < count; s++) {
+			wt_link_frame_info_t info = info_for(s); /* gone when the call returns */
+			r = mock_send_with(w, s, NULL, &info);
+			assert_true(r == WEFT_OK || r == WEFT_INPROGRESS);
+		}
+		r = mock_send_seq(w, count, NULL);
+		assert_true(r == WEFT_OK || r == WEFT_INPROGRESS);
+		mock_drain(w, m);
+		memset(&st, 0, sizeof(st));
+		wt_link_ops(w)->stats(w, 1, &st);
+		assert_int_equal(m->nsent, count + 1 - st.fault_drops + st.fault_dups);
+		for (int i = 0; i < m->nsent; i++) {
+			uint32_t seq = m->sent_seq[i];
+			wt_link_frame_info_t want = info_for(seq);
+
+			reordered += i > 0 && seq < m->sent_seq[i - 1];
+			if (seq == count) { /* the plain one */
+				assert_int_equal(m->has_info[i], 0);
+				continue;
+			}
+			assert_true(seq < count);
+			assert_int_equal(m->has_info[i], 1);
+			assert_int_equal(m->info[i].kind, want.kind);
+			assert_int_equal(m->info[i].seq, want.seq);
+			assert_int_equal(m->info[i].ack, want.ack);
+			assert_int_equal(m->info[i].ack_req, want.ack_req);
+		}
+		/* the faults did happen to these frames */
+		if (k == 1)
+			assert_int_equal(st.fault_dups, count + 1);
+		if (k == 2)
+			assert_int_equal(st.fault_delays, count + 1);
+		if (k == 3)
+			assert_true(reordered > 0 && st.fault_reorders > 0);
+		if (k == 4)
+			assert_true(st.fault_drops > 0 && st.fault_dups > 0 && reordered > 0);
+		wt_link_ops(w)->close(w);
+		mock_close(m);
+	}
+}
+
+/* An inner link without send_info: the wrapper's send_info sends plainly, copies too. */
+static void test_info_plain_inner(void **state)
+{
+	static const char *const names[] = {"shm", "tcp", "udp"};
+	wt_link_t *m = mock_open();
+	wt_link_t *w = mock_wrap(m, "dup=1,reorder=1,seed=7");
+	wt_link_frame_info_t info = info_for(3);
+
+	(void)state;
+	/* the wrapper always offers send_info; the socket and shm drivers do not */
+	assert_null(mock_ops.send_info);
+	assert_non_null(wt_link_ops(w)->send_info);
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		const wt_link_ops_t *o = wt_link_find(names[k]);
+
+		if (o != NULL)
+			assert_null(o->send_info);
+	}
+	for (uint32_t s = 0; s < 10; s++)
+		assert_int_equal(mock_send_with(w, s, NULL, &info), WEFT_OK);
+	/* a NULL description is a plain send */
+	assert_int_equal(wt_link_ops(w)->send_info(w, 1, &(struct iovec){&info, 16}, 1, NULL, NULL),
+			 WEFT_OK);
+	mock_drain(w, m);
+	assert_int_equal(m->nsent, 22);
+	for (int i = 0; i < m->nsent; i++)
+		assert_int_equal(m->has_info[i], 0);
+	wt_link_ops(w)->close(w);
+
+	/* and over an inner link with send_info, a NULL description is still plain */
+	mock_give_info(m);
+	w = mock_wrap(m, "seed=8");
+	m->nsent = 0;
+	assert_int_equal(wt_link_ops(w)->send_info(w, 1, &(struct iovec){&info, 16}, 1, NULL, NULL),
+			 WEFT_INPROGRESS);
+	assert_int_equal(m->nsent, 1);
+	assert_int_equal(m->has_info[0], 0);
+	mock_drain(w, m);
+	wt_link_ops(w)->close(w);
+	mock_close(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1005,6 +1174,8 @@ int main(void)
 	    cmocka_unit_test(test_close_frees),
 	    cmocka_unit_test(test_inprogress),
 	    cmocka_unit_test(test_again_keeps_pattern),
+	    cmocka_unit_test(test_info),
+	    cmocka_unit_test(test_info_plain_inner),
 	};
 
 	if (wt_util_crypto_init() != WEFT_OK)
