@@ -17,6 +17,7 @@
 #include "layers/schedule/exec.h"
 
 #define WT_API_ERR_LEN 512
+#define WT_API_HOSTID_MAX 300 /* a host identity string, with its NUL */
 
 typedef struct wt_api_ctx wt_api_ctx_t;
 
@@ -24,7 +25,9 @@ typedef struct wt_api_ctx wt_api_ctx_t;
 typedef struct {
 	double timeout;		  /* WEFT_TIMEOUT: every blocking wait */
 	double connect_timeout;	  /* WEFT_CONNECT_TIMEOUT */
-	char links[16];		  /* WEFT_LINKS: auto or a driver name (shm, tcp, udp) */
+	char links[40];		  /* WEFT_LINKS as given: auto, DRIVER or LOCAL,REMOTE */
+	char link_local[16];	  /* driver between ranks of one host */
+	char link_remote[16];	  /* driver between ranks of different hosts */
 	wt_fault_config_t fault;  /* WEFT_FAULT: injected at every link's boundary */
 	char algo[256];		  /* WEFT_ALGO: spec ("ring", "allreduce:ring,...") or "" */
 	size_t seg_bytes;	  /* WEFT_SEG_SIZE: pipeline segment (0 = algorithm default) */
@@ -44,6 +47,7 @@ struct wt_api_ctx {
 	int rank, size;
 	int local_rank, local_size;
 	char job_id[24];
+	char host_id[WT_API_HOSTID_MAX]; /* this rank's host identity (host_identity()) */
 	wt_util_key_t key;
 	wt_api_config_t cfg;
 

@@ -16,7 +16,6 @@
 #include "layers/api/api_int.h"
 #include "layers/channel/rel.h"
 
-#define WT_API_HOSTID_MAX 300
 #define WT_API_BLOB_MAX (WT_LINK_ADDR_MAX + 64)
 
 static void ctx_err(char *err, size_t errlen, const char *fmt, ...)
@@ -182,6 +181,96 @@ wt_sched_cost_t wt_api_comm_cost(const wt_api_ctx_t *ctx, const int *world, int 
 	return ctx->cfg.cost_shm;
 }
 
+/* The built drivers as "shm, tcp, udp" (after prefix, when given). */
+static void built_links(char *buf, size_t len, const char *prefix)
+{
+	snprintf(buf, len, "%s", prefix);
+	for (const wt_link_ops_t *const *o = wt_link_all(); *o != NULL; o++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] != '\0' ? ", " : "",
+			 (*o)->name);
+}
+
+/* One driver name of WEFT_LINKS=LOCAL,REMOTE (len bytes at p): built, and not shm for
+ * REMOTE. */
+static weft_status_t links_part(const char *spec, const char *p, size_t len, int remote, char *out,
+				size_t cap, char *err, size_t errlen)
+{
+	const char *role = remote ? "remote" : "local";
+	char names[128];
+
+	if (len == 0 || len >= cap) {
+		ctx_err(err, errlen,
+			"WEFT_LINKS='%s': the %s driver is %s; use DRIVER or LOCAL,REMOTE (e.g. "
+			"shm,tcp)",
+			spec, role, len == 0 ? "missing" : "too long");
+		return WEFT_ERR_INVALID_ARG;
+	}
+	memcpy(out, p, len);
+	out[len] = '\0';
+	if (wt_link_find(out) == NULL) {
+		built_links(names, sizeof(names), "");
+		ctx_err(err, errlen, "WEFT_LINKS='%s': the %s driver '%s' is not one of %s", spec,
+			role, out, names);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	if (remote && strcmp(out, "shm") == 0) {
+		ctx_err(err, errlen,
+			"WEFT_LINKS='%s': shm cannot reach other hosts, so it cannot be the remote "
+			"driver (the second name)",
+			spec);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	return WEFT_OK;
+}
+
+/* WEFT_LINKS: auto (= shm,tcp), one driver for every pair, or LOCAL,REMOTE: one driver
+ * between ranks of a host and one between hosts. */
+static weft_status_t read_links(wt_api_config_t *c, char *err, size_t errlen)
+{
+	const char *s = wt_util_env_str("WEFT_LINKS");
+	const char *comma;
+	char names[128];
+	weft_status_t st;
+
+	if (s == NULL)
+		s = "auto";
+	if (strlen(s) >= sizeof(c->links)) {
+		ctx_err(err, errlen, "WEFT_LINKS='%.40s...' is too long (at most %zu characters)",
+			s, sizeof(c->links) - 1);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	snprintf(c->links, sizeof(c->links), "%s", s);
+	comma = strchr(s, ',');
+	if (strcmp(s, "auto") == 0) {
+		snprintf(c->link_local, sizeof(c->link_local), "shm");
+		snprintf(c->link_remote, sizeof(c->link_remote), "tcp");
+		return WEFT_OK;
+	}
+	if (comma == NULL) {
+		if (wt_link_find(s) == NULL) {
+			built_links(names, sizeof(names), "auto");
+			ctx_err(err, errlen, "WEFT_LINKS='%s' is not one of %s, or LOCAL,REMOTE", s,
+				names);
+			return WEFT_ERR_INVALID_ARG;
+		}
+		snprintf(c->link_local, sizeof(c->link_local), "%s", s);
+		snprintf(c->link_remote, sizeof(c->link_remote), "%s", s);
+		return WEFT_OK;
+	}
+	if (strchr(comma + 1, ',') != NULL) {
+		ctx_err(err, errlen,
+			"WEFT_LINKS='%s' names more than two drivers; use DRIVER or LOCAL,REMOTE",
+			s);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	st = links_part(s, s, (size_t)(comma - s), 0, c->link_local, sizeof(c->link_local), err,
+			errlen);
+	if (st == WEFT_OK)
+		st = links_part(s, comma + 1, strlen(comma + 1), 1, c->link_remote,
+				sizeof(c->link_remote), err, errlen);
+	return st;
+}
+
 static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 {
 	weft_status_t st;
@@ -196,19 +285,9 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 				 errlen);
 	if (st != WEFT_OK)
 		return st;
-	s = wt_util_env_str("WEFT_LINKS");
-	if (s == NULL)
-		s = "auto";
-	if (strcmp(s, "auto") != 0 && wt_link_find(s) == NULL) {
-		char names[128] = "auto";
-
-		for (const wt_link_ops_t *const *o = wt_link_all(); *o != NULL; o++)
-			snprintf(names + strlen(names), sizeof(names) - strlen(names), ", %s",
-				 (*o)->name);
-		ctx_err(err, errlen, "WEFT_LINKS='%s' is not one of %s", s, names);
-		return WEFT_ERR_INVALID_ARG;
-	}
-	snprintf(c->links, sizeof(c->links), "%s", s);
+	st = read_links(c, err, errlen);
+	if (st != WEFT_OK)
+		return st;
 	char why[200];
 
 	st = wt_fault_parse(wt_util_env_str("WEFT_FAULT"), &c->fault, why, sizeof(why));
@@ -260,12 +339,16 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 	return wt_util_env_bool("WEFT_CHECK", 0, &c->check, err, errlen);
 }
 
-/* Same host = same boot id and hostname, unless WEFT_HOST_ID says otherwise. */
+/* Same host = same boot id, hostname and network namespace, unless WEFT_HOST_ID says
+ * otherwise: ranks in different namespaces (simulated hosts) must not share memory
+ * rings, and shm's doorbells (abstract unix sockets) do not cross namespaces anyway. */
 static void host_identity(char *buf, size_t len)
 {
 	const char *forced = wt_util_env_str("WEFT_HOST_ID");
 	char host[256] = "";
 	char boot[64] = "";
+	char netns[64] = "";
+	ssize_t n;
 	FILE *f;
 
 	if (forced != NULL) {
@@ -280,7 +363,10 @@ static void host_identity(char *buf, size_t len)
 		fclose(f);
 	}
 	boot[strcspn(boot, "\n")] = '\0';
-	snprintf(buf, len, "host:%s/%s", host, boot);
+	/* "net:[4026531840]": the namespace's inode, unique while it exists. */
+	n = readlink("/proc/self/ns/net", netns, sizeof(netns) - 1);
+	netns[n > 0 ? n : 0] = '\0';
+	snprintf(buf, len, "host:%s/%s/%s", host, boot, netns);
 }
 
 static weft_status_t store_get_str(wt_api_ctx_t *ctx, const char *key, char *buf, size_t cap,
@@ -369,9 +455,7 @@ static weft_status_t rendezvous_connect(wt_api_ctx_t *ctx, const wt_api_boot_t *
 /* Which link carries traffic between two ranks; the same answer on both sides. */
 static const char *link_for(const wt_api_ctx_t *ctx, const char *my_host, const char *peer_host)
 {
-	if (strcmp(ctx->cfg.links, "auto") != 0)
-		return ctx->cfg.links;
-	return strcmp(my_host, peer_host) == 0 ? "shm" : "tcp";
+	return strcmp(my_host, peer_host) == 0 ? ctx->cfg.link_local : ctx->cfg.link_remote;
 }
 
 static int link_index(wt_api_ctx_t *ctx, const char *name)
@@ -414,6 +498,7 @@ static weft_status_t open_link(wt_api_ctx_t *ctx, const char *name, const char *
 	lc.key = ctx->key;
 	lc.connect_timeout = ctx->cfg.connect_timeout;
 	lc.bind_addr = bind_ip;
+	lc.host_id = ctx->host_id;
 	st = ops->open(&lc, &link);
 	if (st != WEFT_OK) {
 		ctx_err(err, errlen, "opening link driver '%s' failed: %s", name,
@@ -524,13 +609,14 @@ static void derive_local(wt_api_ctx_t *ctx, const wt_api_boot_t *b, const char *
  * and start connecting. */
 static weft_status_t wire_up(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char *err, size_t errlen)
 {
-	char key[64], me[WT_API_HOSTID_MAX], ip[64];
+	char key[64], ip[64];
+	const char *me = ctx->host_id;
 	char(*hosts)[WT_API_HOSTID_MAX] = NULL;
 	unsigned char blob[WT_API_BLOB_MAX];
 	weft_status_t st;
 	int r;
 
-	host_identity(me, sizeof(me));
+	host_identity(ctx->host_id, sizeof(ctx->host_id));
 	st = check_membership(ctx, b, err, errlen);
 	if (st != WEFT_OK)
 		return st;
@@ -562,6 +648,8 @@ static weft_status_t wire_up(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char *er
 			goto out;
 	}
 	derive_local(ctx, b, me, hosts);
+	WT_INFO("rank %d is local rank %d of %d on host %s", ctx->rank, ctx->local_rank,
+		ctx->local_size, me);
 	if (wt_boot_store_local_ip(ctx->store, ip, sizeof(ip)) != WEFT_OK)
 		snprintf(ip, sizeof(ip), "127.0.0.1");
 	/* Open each link kind some peer needs. */
