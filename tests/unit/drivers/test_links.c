@@ -1,5 +1,6 @@
 /* Unit tests for the link drivers (tests/unit/drivers): two links of one driver in one
- * process play ranks 0 and 1 of a job; argv[1] names the driver ("shm", "tcp" or "udp"). */
+ * process play ranks 0 and 1 of a job; argv[1] names the driver ("shm", "tcp", "udp" or
+ * "dpdk"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -292,7 +293,12 @@ static void test_small_both_ways(void **state)
 	assert_true(wt_link_max_frame(p.l[0]) >= (reliable() ? 65536 : 512));
 	exchange(&p, 50);
 	pair_close(&p);
-	assert_int_equal(count_fds(), fds);
+	/* DPDK 22.11's net_memif keeps the listening socket of a detached server port open
+	 * (and registered with the EAL's interrupt thread, so weft cannot close it). */
+	if (strcmp(ops->name, "dpdk") == 0)
+		assert_true(count_fds() <= fds + 1);
+	else
+		assert_int_equal(count_fds(), fds);
 }
 
 static void test_many_frames(void **state)
@@ -1474,6 +1480,16 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	assert_int_equal(ops->size, sizeof(wt_link_ops_t));
+	{
+		/* Also sets up what a driver keeps for the whole process (dpdk: the EAL), so
+		 * the descriptor counts below see only what links own. */
+		char why[512] = "";
+
+		if (ops->probe(why, sizeof(why)) != WEFT_OK) {
+			fprintf(stderr, "driver %s cannot run here: %s; skipping\n", name, why);
+			return 77;
+		}
+	}
 	if (getenv("WT_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("WT_TEST_FILTER"));
 	fails =
