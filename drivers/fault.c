@@ -900,7 +900,7 @@ weft_status_t wt_fault_wrap(wt_link_t *inner, const wt_fault_config_t *cfg, int 
 	l->cfg = *cfg;
 	l->rank = rank;
 	l->ops = *l->iops;
-	l->ops.caps &= ~(WT_LINK_CAP_RELIABLE | WT_LINK_CAP_ORDERED);
+	l->ops.caps &= ~(WT_LINK_CAP_RELIABLE | WT_LINK_CAP_ORDERED | WT_LINK_CAP_INTEGRITY);
 	l->ops.address = fault_address;
 	l->ops.connect = fault_connect;
 	l->ops.send = fault_send;

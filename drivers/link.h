@@ -16,6 +16,11 @@
 #define WT_LINK_CAP_ORDERED (1u << 1)  /* frames to one peer arrive in send order */
 #define WT_LINK_CAP_GET (1u << 2)      /* one-sided read of a peer's memory (shm: CMA) */
 #define WT_LINK_CAP_HAS_FD (1u << 3)   /* fd() gives a pollable fd for sleeping */
+/* Frames arrive intact or not at all: the driver verifies a checksum covering the whole
+ * frame (dpdk: the ICRC) or the medium cannot corrupt it (dpdk's memif pairs). The
+ * reliability layer then leaves out its own payload CRC. A wrapper that corrupts frames
+ * (the fault injector) clears it. */
+#define WT_LINK_CAP_INTEGRITY (1u << 4)
 
 #define WT_LINK_ADDR_MAX 256 /* largest address blob */
 

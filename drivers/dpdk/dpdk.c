@@ -1725,7 +1725,7 @@ static weft_status_t dpdk_probe(char *msg, size_t msglen)
 const wt_link_ops_t wt_dpdk_ops = {
     .size = sizeof(wt_link_ops_t),
     .name = "dpdk",
-    .caps = WT_LINK_CAP_HAS_FD,
+    .caps = WT_LINK_CAP_HAS_FD | WT_LINK_CAP_INTEGRITY,
     .probe = dpdk_probe,
     .open = dpdk_open,
     .address = dpdk_address,

@@ -562,10 +562,15 @@ static weft_status_t tx_data(wt_link_t *l, int pi, struct tx_slot *s, uint64_t n
 	struct rel_peer *p = &l->peers[pi];
 	wt_rel_hdr_t h;
 
-	if (!s->sent)
+	int integrity = (l->iops->caps & WT_LINK_CAP_INTEGRITY) != 0;
+
+	if (!s->sent && !integrity)
 		s->pcrc = payload_crc(s); /* once per frame, not per transmission */
 	hdr_common(l, pi, p, &h, WT_REL_PKT_DATA);
-	h.payload_crc = s->pcrc;
+	if (integrity)
+		h.flags |= WT_REL_FL_NO_PCRC;
+	else
+		h.payload_crc = s->pcrc;
 	h.len = (uint32_t)s->len;
 	h.seq = s->seq;
 	wt_rel_hdr_encode(&h, s->hdr);

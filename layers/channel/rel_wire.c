@@ -56,7 +56,7 @@ static const char *check_type(const wt_rel_hdr_t *h)
 			return "hello without a token proof of the right length";
 		return NULL;
 	case WT_REL_PKT_DATA:
-		return h->flags ? "unknown flags on a data frame" : NULL;
+		return h->flags & ~WT_REL_FL_NO_PCRC ? "unknown flags on a data frame" : NULL;
 	case WT_REL_PKT_ACK:
 		if (h->flags)
 			return "unknown flags on an ack";
@@ -102,6 +102,8 @@ const char *wt_rel_hdr_decode(const void *frame, size_t len, wt_rel_hdr_t *h)
 		return why;
 	if (h->src_epoch == 0)
 		return "zero source epoch";
+	if (h->flags & WT_REL_FL_NO_PCRC)
+		return h->payload_crc ? "payload CRC set on a frame that leaves it out" : NULL;
 	if (wt_util_crc32c(0, p + WT_REL_HDR_LEN, h->len) != h->payload_crc)
 		return "payload CRC mismatch";
 	return NULL;

@@ -44,6 +44,9 @@ enum wt_rel_pkt_type {
 
 /* HELLO: the sender does not yet know that the receiver knows its epoch; answer. */
 #define WT_REL_FL_WANT_REPLY 0x1u
+/* DATA: payload_crc is 0 and not checked: the sender's link verifies frames end to end
+ * (WT_LINK_CAP_INTEGRITY), so a second pass over every byte buys nothing. */
+#define WT_REL_FL_NO_PCRC 0x2u
 
 typedef struct {
 	uint8_t version;

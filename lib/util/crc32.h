@@ -1,6 +1,6 @@
 /* CRC32 (IEEE 802.3, the Ethernet polynomial 0x04C11DB7, reflected) for RoCE's ICRC
- * (lib/util): carry-less multiply folding (PCLMULQDQ) when the CPU has it, a portable
- * slicing-by-8 table otherwise. */
+ * (lib/util): carry-less multiply folding (PCLMULQDQ; VPCLMULQDQ on 512-bit registers
+ * where the CPU has it) when the CPU has it, a portable slicing-by-8 table otherwise. */
 #ifndef WT_UTIL_CRC32_H
 #define WT_UTIL_CRC32_H
 

@@ -2129,6 +2129,76 @@ static void test_info_fallback(void **state)
 	world_free(&w);
 }
 
+/* Over a link that checks integrity itself (WT_LINK_CAP_INTEGRITY) data frames leave the
+ * payload CRC out, say so in a flag, and still arrive intact; the decoder takes the flag
+ * only on data, only with a zero CRC field. */
+static wt_link_ops_t fk_ops_integrity;
+
+static enum fk_action integrity_filter(struct net *n, int src, int dst, const wt_rel_hdr_t *h,
+				       void *arg)
+{
+	int *seen = arg;
+
+	(void)n;
+	(void)src;
+	(void)dst;
+	if (h->type == WT_REL_PKT_DATA) {
+		assert_int_equal(h->flags, WT_REL_FL_NO_PCRC);
+		assert_int_equal(h->payload_crc, 0);
+		(*seen)++;
+	} else {
+		assert_int_equal(h->flags & WT_REL_FL_NO_PCRC, 0);
+	}
+	return FK_PASS;
+}
+
+static void test_integrity(void **state)
+{
+	wt_rel_config_t c = fast_cfg();
+	struct world w;
+	int seen = 0;
+
+	(void)state;
+	world_init(&w, 2, &c, 31);
+	fk_ops_integrity = fk_ops;
+	fk_ops_integrity.caps |= WT_LINK_CAP_INTEGRITY;
+	for (int r = 0; r < 2; r++)
+		w.ep[r].fake->base.ops = &fk_ops_integrity;
+	w.net.filter = integrity_filter;
+	w.net.farg = &seen;
+	world_open(&w);
+	send_n(&w, 0, 1, 40, 1500);
+	send_n(&w, 1, 0, 40, 70);
+	assert_true(pump_until_done(&w, 5));
+	assert_true(seen >= 80);
+	/* check_frame compared every byte of every message */
+	assert_int_equal(w.ep[1].next_rx[0], 40);
+	assert_int_equal(w.ep[0].next_rx[1], 40);
+	world_free(&w);
+
+	uint8_t buf[WT_REL_HDR_LEN + 16], payload[16] = {1, 2, 3};
+	wt_rel_hdr_t h = {.version = WT_REL_WIRE_VERSION,
+			  .type = WT_REL_PKT_DATA,
+			  .flags = WT_REL_FL_NO_PCRC,
+			  .len = 16,
+			  .src_epoch = 5,
+			  .seq = 9},
+		     d;
+
+	wt_rel_hdr_encode(&h, buf);
+	memcpy(buf + WT_REL_HDR_LEN, payload, 16);
+	assert_null(wt_rel_hdr_decode(buf, sizeof(buf), &d));
+	assert_int_equal(d.flags, WT_REL_FL_NO_PCRC);
+	h.payload_crc = wt_util_crc32c(0, payload, 16); /* the flag says there is none */
+	wt_rel_hdr_encode(&h, buf);
+	assert_non_null(wt_rel_hdr_decode(buf, sizeof(buf), &d));
+	h.payload_crc = 0;
+	h.type = WT_REL_PKT_ACK; /* data only */
+	h.len = 0;
+	wt_rel_hdr_encode(&h, buf);
+	assert_non_null(wt_rel_hdr_decode(buf, WT_REL_HDR_LEN, &d));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2158,6 +2228,7 @@ int main(void)
 	    cmocka_unit_test(test_info_kinds),
 	    cmocka_unit_test(test_info_retransmit),
 	    cmocka_unit_test(test_info_fallback),
+	    cmocka_unit_test(test_integrity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
