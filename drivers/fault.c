@@ -632,7 +632,8 @@ static weft_status_t fault_send(wt_link_t *l, int peer, const struct iovec *iov,
 		return WEFT_ERR_INVALID_ARG;
 	c = &l->cfg;
 	/* Invalid sends go to the inner link unchanged: it reports them in its own words. */
-	if (!fault_applies(l, peer) || wt_link_iov_total(iov, iovcnt, l->base.max_frame, &total) != WEFT_OK)
+	if (!fault_applies(l, peer) ||
+	    wt_link_iov_total(iov, iovcnt, l->base.max_frame, &total) != WEFT_OK)
 		return l->iops->send(l->inner, peer, iov, iovcnt, cookie);
 	p = peer_get(l, peer);
 	if (p == NULL) {
@@ -879,6 +880,10 @@ weft_status_t wt_fault_wrap(wt_link_t *inner, const wt_fault_config_t *cfg, int 
 	l->ops.close = fault_close;
 	l->ops.stats = fault_stats;
 	l->ops.timer_ms = fault_timer_ms;
+	/* Slots bypass frames, and so would bypass the faults: not offered through here. */
+	l->ops.caps &= ~WT_LINK_CAP_SLOTS;
+	l->ops.slot_area = NULL;
+	l->ops.slot_wake = NULL;
 	l->base.ops = &l->ops;
 	l->base.max_frame = wt_link_max_frame(inner);
 	WT_INFO("fault: rank %d %s link: drop=%g dup=%g reorder=%g corrupt=%g delay_us=%u "

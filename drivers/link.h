@@ -16,6 +16,7 @@
 #define WT_LINK_CAP_ORDERED (1u << 1)  /* frames to one peer arrive in send order */
 #define WT_LINK_CAP_GET (1u << 2)      /* one-sided read of a peer's memory (shm: CMA) */
 #define WT_LINK_CAP_HAS_FD (1u << 3)   /* fd() gives a pollable fd for sleeping */
+#define WT_LINK_CAP_SLOTS (1u << 4)    /* shared slot areas peers read directly (shm) */
 
 #define WT_LINK_ADDR_MAX 256 /* largest address blob */
 
@@ -114,6 +115,18 @@ typedef struct wt_link_ops {
 	 * link's own timers (retransmission, delayed frames), 0 if already due, -1 when no
 	 * timer is pending. A caller about to sleep on fd() sleeps no longer than this. */
 	int (*timer_ms)(wt_link_t *link);
+	/* Optional (WT_LINK_CAP_SLOTS; NULL = none): shared slot areas. Every rank of the link
+	 * owns an area of the same size that the others map and read directly, so a few bytes
+	 * cross from one process to another with no frame at all. Returns rank's area as
+	 * mapped here (our own writable, a connected peer's read only) and its length in
+	 * *bytes; NULL for a peer that is not connected or failed. What the bytes mean is up
+	 * to the layers above. */
+	void *(*slot_area)(wt_link_t *link, int rank, size_t *bytes);
+	/* Optional (WT_LINK_CAP_SLOTS): we stored into our area something the listed peers
+	 * may be sleeping on fd() for: wake those that sleep (others cost a load each). The
+	 * store must be visible before the call (release order or stronger); ranks that are
+	 * ours or not connected are skipped. */
+	void (*slot_wake)(wt_link_t *link, const int *peers, int npeers);
 } wt_link_ops_t;
 
 /* Every driver's link struct starts with this. */
