@@ -913,6 +913,10 @@ weft_status_t wt_fault_wrap(wt_link_t *inner, const wt_fault_config_t *cfg, int 
 	l->ops.stats = fault_stats;
 	l->ops.timer_ms = fault_timer_ms;
 	l->ops.send_info = fault_send_info; /* never the inner one: it takes the inner link */
+	/* Slots bypass frames, and so would bypass the faults: not offered through here. */
+	l->ops.caps &= ~WT_LINK_CAP_SLOTS;
+	l->ops.slot_area = NULL;
+	l->ops.slot_wake = NULL;
 	l->base.ops = &l->ops;
 	l->base.max_frame = wt_link_max_frame(inner);
 	WT_INFO("fault: rank %d %s link: drop=%g dup=%g reorder=%g corrupt=%g delay_us=%u "

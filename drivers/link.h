@@ -21,6 +21,7 @@
  * reliability layer then leaves out its own payload CRC. A wrapper that corrupts frames
  * (the fault injector) clears it. */
 #define WT_LINK_CAP_INTEGRITY (1u << 4)
+#define WT_LINK_CAP_SLOTS (1u << 5)    /* shared slot areas peers read directly (shm) */
 
 #define WT_LINK_ADDR_MAX 256 /* largest address blob */
 
@@ -143,6 +144,18 @@ typedef struct wt_link_ops {
 	 * needs it later copies it. */
 	weft_status_t (*send_info)(wt_link_t *link, int peer, const struct iovec *iov, int iovcnt,
 				   void *cookie, const wt_link_frame_info_t *info);
+	/* Optional (WT_LINK_CAP_SLOTS; NULL = none): shared slot areas. Every rank of the link
+	 * owns an area of the same size that the others map and read directly, so a few bytes
+	 * cross from one process to another with no frame at all. Returns rank's area as
+	 * mapped here (our own writable, a connected peer's read only) and its length in
+	 * *bytes; NULL for a peer that is not connected or failed. What the bytes mean is up
+	 * to the layers above. */
+	void *(*slot_area)(wt_link_t *link, int rank, size_t *bytes);
+	/* Optional (WT_LINK_CAP_SLOTS): we stored into our area something the listed peers
+	 * may be sleeping on fd() for: wake those that sleep (others cost a load each). The
+	 * store must be visible before the call (release order or stronger); ranks that are
+	 * ours or not connected are skipped. */
+	void (*slot_wake)(wt_link_t *link, const int *peers, int npeers);
 } wt_link_ops_t;
 
 /* Every driver's link struct starts with this. */

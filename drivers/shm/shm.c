@@ -1,6 +1,7 @@
 /* Shared-memory link driver (drivers/): per ordered pair of ranks on one host a
  * single-producer single-consumer byte ring in the receiver's memfd segment, doorbells on
- * abstract unix datagram sockets so idle receivers sleep, and CMA (process_vm_readv) get. */
+ * abstract unix datagram sockets so idle receivers sleep, CMA (process_vm_readv) get, and a
+ * slot area per rank that the other ranks map read only. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -23,6 +24,9 @@
 #include "lib/util/time.h"
 
 #define SHM_LIVENESS_NS 100000000ull /* how often poll() checks that peers are alive */
+/* poll() reads the clock for that only every this many calls (a power of two): a caller
+ * spinning on poll makes millions of calls a second, one that sleeps arms, which checks. */
+#define SHM_LIVENESS_POLLS 64u
 #define SHM_MAX_RANKS (1 << 16)
 #define SHM_BELL_DRAIN_MAX 256
 /* The first frame of at least this size to or from a peer maps its whole ring in at once. */
@@ -55,6 +59,7 @@ struct shm_peer {
 	uint64_t rx_tail;     /* consumed (delivered) up to here */
 	uint64_t rx_tail_pub; /* published to the producer up to here */
 	int tx_warm, rx_warm; /* the ring's pages were populated (see ring_warm) */
+	const uint8_t *slot;  /* its slot area, mapped read only */
 	uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
 };
 
@@ -68,6 +73,7 @@ struct wt_link {
 	int memfd;
 	uint64_t seg_size;
 	struct wt_shm_seg_hdr *hdr;
+	uint8_t *slot; /* our slot area (writable) */
 	int bell_fd;
 	char bell_name[WT_SHM_BELL_NAME_MAX];
 	int epfd;
@@ -78,6 +84,7 @@ struct wt_link {
 	wt_link_errq_t errq; /* peers with a PEER_ERROR to report */
 	struct pollfd *pfds;
 	uint64_t next_live_ns;
+	unsigned polls;
 };
 
 static uint64_t round8(uint64_t x)
@@ -85,9 +92,14 @@ static uint64_t round8(uint64_t x)
 	return (x + 7u) & ~(uint64_t)7u;
 }
 
-static uint64_t seg_size_for(int size)
+static uint64_t slot_off_for(int size)
 {
 	return WT_SHM_RING_OFF + (uint64_t)size * WT_SHM_RING_STRIDE;
+}
+
+static uint64_t seg_size_for(int size)
+{
+	return slot_off_for(size) + WT_SHM_SLOT_BYTES;
 }
 
 static uint64_t ring_off_for(int rank)
@@ -175,6 +187,15 @@ static weft_status_t seg_create(wt_link_t *l)
 	l->hdr->ring_off = WT_SHM_RING_OFF;
 	l->hdr->ring_stride = WT_SHM_RING_STRIDE;
 	l->hdr->seg_size = l->seg_size;
+	l->hdr->slot_off = slot_off_for(l->size);
+	l->hdr->slot_bytes = WT_SHM_SLOT_BYTES;
+	m = mmap(NULL, WT_SHM_SLOT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, l->memfd,
+		 (off_t)slot_off_for(l->size));
+	if (m == MAP_FAILED) {
+		WT_ERROR("shm: mapping the slot area failed: %s", strerror(errno));
+		return wt_util_status_from_errno(errno);
+	}
+	l->slot = m;
 	wt_util_random(l->nonce, sizeof(l->nonce));
 	memcpy(l->hdr->nonce, l->nonce, sizeof(l->nonce));
 	seg_mac(&l->key, l->nonce, l->job_id, l->rank, l->size, l->hdr->mac);
@@ -240,6 +261,8 @@ static void peer_unmap(struct shm_peer *p)
 		munmap(p->tx_ctl, WT_SHM_RING_STRIDE);
 	if (p->rx_ctl)
 		munmap(p->rx_ctl, WT_SHM_RING_STRIDE);
+	if (p->slot)
+		munmap((void *)(uintptr_t)p->slot, WT_SHM_SLOT_BYTES);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	if (p->bell >= 0)
@@ -247,6 +270,7 @@ static void peer_unmap(struct shm_peer *p)
 	p->tx_hdr = NULL;
 	p->tx_ctl = NULL;
 	p->rx_ctl = NULL;
+	p->slot = NULL;
 	p->pidfd = -1;
 	p->bell = -1;
 }
@@ -274,6 +298,8 @@ static void shm_close(wt_link_t *l)
 	}
 	if (l->hdr)
 		munmap(l->hdr, WT_SHM_ALIGN);
+	if (l->slot)
+		munmap(l->slot, WT_SHM_SLOT_BYTES);
 	if (l->memfd >= 0)
 		close(l->memfd);
 	if (l->bell_fd >= 0)
@@ -436,7 +462,8 @@ static weft_status_t seg_verify(wt_link_t *l, int peer, const struct wt_shm_blob
 	if (memcmp(c.magic, WT_SHM_MAGIC, sizeof(c.magic)) != 0 || c.version != WT_SHM_VERSION ||
 	    c.rank != (uint32_t)peer || c.size != (uint32_t)l->size ||
 	    c.ring_cap != WT_SHM_RING_CAP || c.ring_off != WT_SHM_RING_OFF ||
-	    c.ring_stride != WT_SHM_RING_STRIDE || c.seg_size != l->seg_size) {
+	    c.ring_stride != WT_SHM_RING_STRIDE || c.seg_size != l->seg_size ||
+	    c.slot_off != slot_off_for(l->size) || c.slot_bytes != WT_SHM_SLOT_BYTES) {
 		WT_ERROR("shm: segment of peer rank %d (pid %d) has a bad header", peer,
 			 (int)b->pid);
 		return WEFT_ERR_PROTOCOL;
@@ -508,7 +535,11 @@ static weft_status_t peer_attach(wt_link_t *l, int peer, const struct wt_shm_blo
 	if (st == WEFT_OK) {
 		p->tx_hdr = map_region(fd, 0, WT_SHM_ALIGN);
 		p->tx_ctl = map_region(fd, ring_off_for(l->rank), WT_SHM_RING_STRIDE);
-		if (!p->tx_hdr || !p->tx_ctl) {
+		p->slot = mmap(NULL, WT_SHM_SLOT_BYTES, PROT_READ, MAP_SHARED, fd,
+			       (off_t)slot_off_for(l->size));
+		if (p->slot == MAP_FAILED)
+			p->slot = NULL;
+		if (!p->tx_hdr || !p->tx_ctl || !p->slot) {
 			WT_ERROR("shm: mapping the segment of peer rank %d failed: %s", peer,
 				 strerror(errno));
 			st = WEFT_ERR_SYSTEM;
@@ -643,17 +674,23 @@ static void tx_copy(uint8_t *dst, const struct iovec *iov, int iovcnt)
 	}
 }
 
-static void wake_receiver(struct shm_peer *p)
+/* The caller has fenced (seq_cst) after its store: pairs with the fence in shm_arm(), so
+ * either the sleeper sees the store or we see its flag. */
+static void wake_if_sleeping(struct shm_peer *p)
 {
 	_Atomic uint32_t *flag = &p->tx_hdr->sleeping;
 
-	/* Pairs with the fence in shm_arm(): either it sees our head or we see its flag. */
-	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(flag, memory_order_relaxed) == 0)
 		return;
 	/* Only the sender that clears the flag rings, so a sleep costs one datagram. */
 	if (atomic_exchange(flag, 0) != 0)
 		ring_bell(p->bell);
+}
+
+static void wake_receiver(struct shm_peer *p)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	wake_if_sleeping(p);
 }
 
 static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
@@ -853,17 +890,20 @@ static int shm_poll(wt_link_t *l, wt_link_event_t *ev, int max)
 	if (l == NULL || max < 0 || (max > 0 && ev == NULL))
 		return WEFT_ERR_INVALID_ARG;
 	rx_publish(l);
-	n = wt_link_errq_pop(&l->errq, ev, max);
-	now = wt_util_time_ns();
-	if (now >= l->next_live_ns) {
-		check_liveness(l);
-		l->next_live_ns = now + SHM_LIVENESS_NS;
+	n = l->errq.len ? wt_link_errq_pop(&l->errq, ev, max) : 0;
+	if ((++l->polls & (SHM_LIVENESS_POLLS - 1)) == 0) {
+		now = wt_util_time_ns();
+		if (now >= l->next_live_ns) {
+			check_liveness(l);
+			l->next_live_ns = now + SHM_LIVENESS_NS;
+		}
 	}
 	start = l->nactive ? l->rr++ % l->nactive : 0;
 	for (int i = 0; i < l->nactive && n < max; i++)
 		n += rx_peer(l, l->active[(start + i) % l->nactive], ev + n, max - n);
 	prune_active(l);
-	n += wt_link_errq_pop(&l->errq, ev + n, max - n);
+	if (l->errq.len)
+		n += wt_link_errq_pop(&l->errq, ev + n, max - n);
 	return n;
 }
 
@@ -957,6 +997,39 @@ static weft_status_t shm_get(wt_link_t *l, int peer, void *local, const wt_link_
 	return WEFT_OK;
 }
 
+/* ---- slot areas ---- */
+
+static void *shm_slot_area(wt_link_t *l, int rank, size_t *bytes)
+{
+	void *a = NULL;
+
+	if (l == NULL || rank < 0 || rank >= l->size)
+		return NULL;
+	if (rank == l->rank)
+		a = l->slot;
+	else if (l->peers[rank].state != SHM_PEER_NONE)
+		a = (void *)(uintptr_t)l->peers[rank].slot;
+	if (a != NULL && bytes != NULL)
+		*bytes = WT_SHM_SLOT_BYTES;
+	return a;
+}
+
+/* One fence for every peer: a sleeping peer armed (flag, fence, then looked at the slots),
+ * so after our store and this fence either it saw the store or we see its flag. */
+static void shm_slot_wake(wt_link_t *l, const int *peers, int npeers)
+{
+	if (l == NULL || peers == NULL)
+		return;
+	atomic_thread_fence(memory_order_seq_cst);
+	for (int i = 0; i < npeers; i++) {
+		int r = peers[i];
+
+		if (r < 0 || r >= l->size || r == l->rank || l->peers[r].state != SHM_PEER_UP)
+			continue;
+		wake_if_sleeping(&l->peers[r]);
+	}
+}
+
 static weft_status_t shm_probe(char *msg, size_t msglen)
 {
 	if (access("/proc/self/fd", R_OK) != 0) {
@@ -984,7 +1057,8 @@ static void shm_stats(wt_link_t *l, int peer, wt_link_stats_t *st)
 const wt_link_ops_t wt_shm_ops = {
     .size = sizeof(wt_link_ops_t),
     .name = "shm",
-    .caps = WT_LINK_CAP_RELIABLE | WT_LINK_CAP_ORDERED | WT_LINK_CAP_GET | WT_LINK_CAP_HAS_FD,
+    .caps = WT_LINK_CAP_RELIABLE | WT_LINK_CAP_ORDERED | WT_LINK_CAP_GET | WT_LINK_CAP_HAS_FD |
+	    WT_LINK_CAP_SLOTS,
     .probe = shm_probe,
     .open = shm_open_link,
     .address = shm_address,
@@ -997,4 +1071,6 @@ const wt_link_ops_t wt_shm_ops = {
     .disarm = shm_disarm,
     .close = shm_close,
     .stats = shm_stats,
+    .slot_area = shm_slot_area,
+    .slot_wake = shm_slot_wake,
 };

@@ -1,4 +1,5 @@
-/* Private layout of the shm driver's shared segment and address blob (drivers/shm);
+/* Private layout of the shm driver's shared segment and address blob (drivers/shm):
+ * a header page, one ring per sender rank, then the slot area;
  * shared with its unit tests, which corrupt rings on purpose. */
 #ifndef WT_SHM_LAYOUT_H
 #define WT_SHM_LAYOUT_H
@@ -7,15 +8,18 @@
 #include <stdint.h>
 #include "lib/util/crypto.h"
 
-#define WT_SHM_RING_CAP (4u << 20)    /* bytes per direction; a power of two */
+#define WT_SHM_RING_CAP (4u << 20)		/* bytes per direction; a power of two */
 #define WT_SHM_MAX_FRAME ((256u << 10) + 4096u) /* a 256 KiB segment plus its header */
-#define WT_SHM_ALIGN 65536u	      /* mmap offsets: a multiple of any page size */
-#define WT_SHM_RING_OFF WT_SHM_ALIGN  /* header page, then one ring per sender rank */
+#define WT_SHM_ALIGN 65536u			/* mmap offsets: a multiple of any page size */
+#define WT_SHM_RING_OFF WT_SHM_ALIGN		/* header page, then one ring per sender rank */
 #define WT_SHM_RING_STRIDE ((uint64_t)WT_SHM_ALIGN + WT_SHM_RING_CAP)
 #define WT_SHM_REC_HDR 8u	/* u32 length, u32 reserved; records 8-aligned */
 #define WT_SHM_WRAP 0xffffffffu /* length that means "continue at ring start" */
+/* After the rings: the slot area (WT_LINK_CAP_SLOTS) peers map read only. Pages are only
+ * backed once written, so the size costs address space, not memory. */
+#define WT_SHM_SLOT_BYTES (4u << 20)
 #define WT_SHM_MAGIC "WEFTSHM1"
-#define WT_SHM_VERSION 1u
+#define WT_SHM_VERSION 2u
 #define WT_SHM_BLOB_MAGIC 0x4d485357u /* "WSHM" */
 #define WT_SHM_MAC_LABEL "weft-shm-segment-v1"
 #define WT_SHM_JOB_ID_MAX 64
@@ -31,6 +35,8 @@ struct wt_shm_seg_hdr {
 	uint64_t ring_off;
 	uint64_t ring_stride;
 	uint64_t seg_size;
+	uint64_t slot_off; /* the slot area: after the last ring */
+	uint64_t slot_bytes;
 	uint8_t nonce[WT_UTIL_NONCE_LEN];
 	uint8_t mac[WT_UTIL_MAC_LEN];
 	/* Set by the owner before it sleeps; the sender that clears it rings the doorbell. */

@@ -74,6 +74,12 @@ weft_status_t wt_api_world_comm(wt_api_ctx_t *ctx, weft_comm_t **world)
 	comm->size = ctx->size;
 	comm->cost = wt_api_comm_cost(ctx, comm->world, comm->size);
 	ctx->ncomms = 1;
+	if (wt_api_slots_world(comm) != WEFT_OK) {
+		wt_api_ctx_release(ctx);
+		free(comm->world);
+		free(comm);
+		return WEFT_ERR_NO_MEMORY;
+	}
 	wt_api_comm_register(comm);
 	*world = comm;
 	return WEFT_OK;
@@ -119,6 +125,7 @@ WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm)
 	free(comm->group);
 	wt_api_comm_log_stats(comm);
 	wt_api_comm_unregister(comm);
+	wt_api_slots_detach(comm);
 	wt_api_ctx_release(comm->ctx);
 	free(comm->world);
 	free(comm);
@@ -198,6 +205,7 @@ static void args_init(wt_sched_args_t *args, const weft_comm_t *comm, wt_sched_c
 	args->rank = comm->rank;
 	args->size = comm->size;
 	args->seg_bytes = comm->ctx->cfg.seg_bytes;
+	args->slot_bytes = comm->slot_bytes;
 	/* Only float32 allreduce plans compress; elsewhere the field would only split the
 	 * plan cache. */
 	if (coll == WT_COLL_ALLREDUCE && dtype == WEFT_FLOAT32)
@@ -287,7 +295,7 @@ static weft_status_t run_ex(weft_comm_t *comm, const wt_sched_args_t *args, cons
 		comm->group[comm->ngroup++] = r;
 		return WEFT_OK;
 	}
-	return wt_api_wait_one(&r);
+	return wt_api_wait_own(&r);
 }
 
 static weft_status_t run(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
@@ -690,7 +698,7 @@ WEFT_API weft_status_t weft_group_end(weft_comm_t *comm)
 		return WEFT_OK;
 	first = comm->group_err;
 	for (size_t i = 0; i < comm->ngroup; i++) {
-		weft_status_t st = wt_api_wait_one(&comm->group[i]);
+		weft_status_t st = wt_api_wait_own(&comm->group[i]);
 		if (st != WEFT_OK && first == WEFT_OK) {
 			first = st;
 			snprintf(comm->group_msg, sizeof(comm->group_msg), "%s", comm->last_error);

@@ -18,6 +18,10 @@
 
 #define WT_API_ERR_LEN 512
 #define WT_API_HOSTID_MAX 300 /* a host identity string, with its NUL */
+/* Shared slots (slots.c): the channel's slot area of each rank is cut into regions of this
+ * many bytes, one per communicator that uses slots, at most 64. */
+#define WT_API_SLOT_REGION ((size_t)64 * 1024)
+#define WT_API_SLOT_MAX_REGIONS 64
 
 typedef struct wt_api_ctx wt_api_ctx_t;
 
@@ -66,8 +70,8 @@ struct wt_api_ctx {
 	wt_sched_cache_t *cache;
 
 	pthread_mutex_t store_lock; /* the store client is used by one thread at a time */
-	pthread_mutex_t lock;	/* serialises the channel, executors and requests */
-	pthread_cond_t done_cv; /* broadcast whenever a request completes */
+	pthread_mutex_t lock;	    /* serialises the channel, executors and requests */
+	pthread_cond_t done_cv;	    /* broadcast whenever a request completes */
 	pthread_t thread;
 	int thread_started;
 	atomic_int stop;
@@ -77,23 +81,33 @@ struct wt_api_ctx {
 	 * on the fds; the progress thread parks while any caller waits, so a message costs one
 	 * wake-up, not two. One thread at a time drives (driver, under lock); other waiters
 	 * sleep on done_cv. */
-	atomic_int in_epoll;	  /* a thread (caller or progress thread) is in epoll_wait */
-	atomic_int thread_epoll;  /* the progress thread is in epoll_wait */
-	atomic_int parked;	  /* the progress thread is parked on park_cv */
-	atomic_int waiters;	  /* callers inside wt_api_wait_one */
-	atomic_int active;	  /* requests in flight */
-	int driver;		  /* a waiter is driving progress (under lock) */
-	int unpark;		  /* under lock: async work needs the progress thread */
-	pthread_cond_t park_cv;	  /* the progress thread waits here while callers drive */
-	int oversubscribed;	  /* more local ranks than cores: never busy-spin */
+	atomic_int in_epoll;	 /* a thread (caller or progress thread) is in epoll_wait */
+	atomic_int thread_epoll; /* the progress thread is in epoll_wait */
+	atomic_int parked;	 /* the progress thread is parked on park_cv */
+	atomic_int waiters;	 /* callers inside wt_api_wait_one */
+	atomic_int active;	 /* requests in flight */
+	int driver;		 /* a waiter is driving progress (under lock) */
+	int unpark;		 /* under lock: async work needs the progress thread */
+	pthread_cond_t park_cv;	 /* the progress thread waits here while callers drive */
+	int oversubscribed;	 /* more local ranks than cores: never busy-spin */
 	/* request.c: net-op records for reuse (under lock), and the last plan picked, so a
 	 * loop of identical calls skips the cost model and the cache's hashing. */
 	void *netop_free;
+	/* One finished request kept for the next call (a loop of blocking calls allocates
+	 * none); exchanged atomically, as requests start and end outside the lock. */
+	_Atomic(struct weft_request *) spare_req;
 	pthread_mutex_t memo_lock;
 	const struct weft_comm *memo_comm;
 	wt_sched_args_t memo_args;
 	wt_sched_cost_t memo_cost;
 	wt_sched_plan_t *memo_plan;
+
+	/* slots.c, under lock: the regions of our slot area (0: no area), which ones live
+	 * communicators use, which ones creations in flight have offered, and for regions whose
+	 * last communicator is gone, the world ranks that may still read what we published. */
+	int slot_nregions;
+	uint64_t slot_used, slot_offered;
+	struct wt_api_slot_quar *slot_quar[WT_API_SLOT_MAX_REGIONS];
 
 	int ncomms; /* communicators alive on this context */
 	uint16_t next_comm_id;
@@ -108,10 +122,17 @@ struct weft_comm {
 	wt_api_ctx_t *ctx;
 	uint16_t id;
 	int rank, size;
-	int *world;		/* comm rank -> world rank */
-	uint32_t seq;		/* collective sequence (tags carry its low 23 bits) */
-	uint32_t p2p_seq;	/* numbers sends and receives in messages only */
-	wt_sched_cost_t cost;	/* of the slowest link class among its peers */
+	int *world;	      /* comm rank -> world rank */
+	uint32_t seq;	      /* collective sequence (tags carry its low 23 bits) */
+	uint32_t p2p_seq;     /* numbers sends and receives in messages only */
+	wt_sched_cost_t cost; /* of the slowest link class among its peers */
+	/* Shared slots (slots.c): the region every member uses (-1: none), each member's as
+	 * mapped here, the last slot call number (under ctx->lock), and the slot size plans
+	 * may publish (args.slot_bytes; 0 without slots). */
+	int slot_region;
+	void **slot_regions;
+	uint64_t slot_seq;
+	size_t slot_bytes;
 	int group_depth;	/* weft_group_start nesting */
 	weft_request_t **group; /* calls deferred to the outermost weft_group_end */
 	size_t ngroup, group_cap;
@@ -134,9 +155,10 @@ struct weft_request {
 	wt_sched_plan_t *plan;
 	const char *what; /* collective name */
 	uint32_t seq;
-	int p2p;	  /* send / recv: wire tags come from p2p_tag, not seq */
-	uint64_t p2p_tag; /* comm id | p2p bit | user tag (see make_p2p_tag) */
-	uint64_t deadline; /* monotonic ns */
+	int p2p;	   /* send / recv: wire tags come from p2p_tag, not seq */
+	uint64_t p2p_tag;  /* comm id | p2p bit | user tag (see make_p2p_tag) */
+	uint64_t deadline; /* monotonic ns; 0 until set (at start, or when a blocking call
+			    * first has to wait) */
 	atomic_int done;
 	weft_status_t status;
 	char msg[WT_API_ERR_LEN];
@@ -189,6 +211,29 @@ wt_sched_cost_t wt_api_comm_cost(const wt_api_ctx_t *ctx, const int *world, int 
  * failure it is released. */
 weft_status_t wt_api_world_comm(wt_api_ctx_t *ctx, weft_comm_t **world);
 
+/* slots.c */
+/* After wire-up: how many regions our slot area holds (none without a slot-capable link). */
+void wt_api_slots_init(wt_api_ctx_t *ctx);
+/* The world communicator: region 0 when every rank's area is reachable (NO_MEMORY fails the
+ * world: the ranks cannot agree on anything else). */
+weft_status_t wt_api_slots_world(weft_comm_t *world);
+/* Creation, step 1: reserve and return the regions this rank can offer (a mask). */
+uint64_t wt_api_slots_offer(wt_api_ctx_t *ctx);
+/* Creation, step 2: the region the new communicator could use, given the AND of its
+ * members' offers; -1 if none (or a member has no reachable area, or no memory). Prepares
+ * everything the attach needs, so that it cannot fail. *hw gets our region's high-water
+ * call number, which the members' base must exceed. */
+int wt_api_slots_candidate(weft_comm_t *comm, uint64_t offers, uint64_t *hw);
+/* Creation, step 3, on every member: region is what all of them can use (-1: not all), base
+ * above every member's high water. Sets the communicator up (our region reset to base) or
+ * drops what the candidate prepared. Then the offer is withdrawn in every case
+ * (wt_api_slots_unoffer). */
+void wt_api_slots_attach(weft_comm_t *comm, int region, uint64_t base);
+void wt_api_slots_unoffer(wt_api_ctx_t *ctx, uint64_t offer);
+/* Destroy: the region is free again once every member released what we published. */
+void wt_api_slots_detach(weft_comm_t *comm);
+void wt_api_slots_release(wt_api_ctx_t *ctx);
+
 /* comm.c */
 /* Join / leave the context's list of communicators (weft_init, init_rank, destroy). */
 void wt_api_comm_register(weft_comm_t *comm);
@@ -221,6 +266,9 @@ weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_
 /* Cancel (if still running) and free, without reporting (destroy of a comm). */
 void wt_api_req_abandon(weft_request_t *req);
 weft_status_t wt_api_wait_one(weft_request_t **req);
+/* The same for a request of a communicator the caller knows is alive (internal waits): its
+ * memory is kept for the next call. */
+weft_status_t wt_api_wait_own(weft_request_t **req);
 weft_status_t wt_api_test_one(weft_request_t **req, int *done);
 /* WEFT_LOG_LEVEL=info: one line per peer link of comm with its counters (stats.c). */
 void wt_api_comm_log_stats(weft_comm_t *comm);

@@ -19,9 +19,10 @@ typedef struct {
 	int32_t kind; /* WT_API_MAKE_* */
 	int32_t color;
 	int32_t key;
-	int32_t n;	/* create_group: length of the list */
-	uint32_t valid; /* create_group: the list passed the local checks */
-	uint64_t hash;	/* create_group: of n and the list */
+	int32_t n;	     /* create_group: length of the list */
+	uint32_t valid;	     /* create_group: the list passed the local checks */
+	uint64_t hash;	     /* create_group: of n and the list */
+	uint64_t slot_offer; /* shared slot regions this rank has free (slots.c) */
 } wt_api_make_rec_t;
 
 /* The WEFT_CHECK signature of one collective call. */
@@ -269,9 +270,10 @@ static weft_status_t comm_allgather(weft_comm_t *comm, const char *what, const v
 	args.rank = comm->rank;
 	args.size = comm->size;
 	args.seg_bytes = comm->ctx->cfg.seg_bytes;
+	args.slot_bytes = comm->slot_bytes;
 	st = wt_api_coll_start(comm, &args, mine, all, 0, &r);
 	if (st == WEFT_OK)
-		st = wt_api_wait_one(&r);
+		st = wt_api_wait_own(&r);
 	if (st != WEFT_OK) {
 		snprintf(msg, sizeof(msg), "%s", comm->last_error);
 		wt_api_set_error(comm, "%s: %s", what, msg);
@@ -390,6 +392,7 @@ static weft_comm_t *comm_new(weft_comm_t *parent, const int *members, int n, int
 	c->ctx = parent->ctx;
 	c->rank = myidx;
 	c->size = n;
+	c->slot_region = -1;
 	c->cost = wt_api_comm_cost(c->ctx, c->world, n);
 	return c;
 }
@@ -398,6 +401,7 @@ static void comm_free_unused(weft_comm_t *c)
 {
 	if (c == NULL)
 		return;
+	free(c->slot_regions);
 	free(c->world);
 	free(c);
 }
@@ -487,6 +491,9 @@ enum { WT_API_VOTE_OK = 1, WT_API_VOTE_NOMEM = 2, WT_API_VOTE_NOIDS = 3 };
 typedef struct {
 	uint32_t first; /* rank 0's: the first id the store handed out */
 	uint32_t vote;
+	int32_t slot_region; /* the shared slot region this rank can use, -1 none */
+	uint32_t pad;
+	uint64_t slot_hw; /* that region's highest call number so far */
 } wt_api_vote_t;
 
 /* Ids come from one counter in the job's rendezvous store, taken atomically, so
@@ -525,13 +532,42 @@ static weft_status_t take_ids(weft_comm_t *parent, const char *what, int k, uint
 	return WEFT_OK;
 }
 
+/* The shared slot region the new communicator c could use: the lowest every member offered
+ * (members are parent ranks), if all of them are reachable. */
+static int slot_candidate(weft_comm_t *c, const wt_api_make_rec_t *recs, const int *members,
+			  uint64_t *hw)
+{
+	uint64_t offers = ~(uint64_t)0;
+
+	for (int i = 0; i < c->size; i++)
+		offers &= recs[members[i]].slot_offer;
+	return wt_api_slots_candidate(c, offers, hw);
+}
+
+/* Slots only if every member can use the same region; calls are numbered above every
+ * member's high water mark, so nothing a region held before looks like a new call. */
+static void slot_agree(weft_comm_t *c, const wt_api_vote_t *votes, const int *members)
+{
+	int region = votes[members[0]].slot_region;
+	uint64_t hw = 0;
+
+	for (int i = 0; i < c->size && region >= 0; i++) {
+		const wt_api_vote_t *v = &votes[members[i]];
+
+		if (v->slot_region != region)
+			region = -1;
+		hw = v->slot_hw > hw ? v->slot_hw : hw;
+	}
+	wt_api_slots_attach(c, region, hw + 2);
+}
+
 static weft_status_t comm_make(weft_comm_t *parent, const char *what, wt_api_make_rec_t *mine,
 			       const int *list, weft_comm_t **out)
 {
 	wt_api_ctx_t *ctx = parent->ctx;
 	wt_api_make_rec_t *recs = calloc((size_t)parent->size, sizeof(*recs));
 	wt_api_vote_t *votes = calloc((size_t)parent->size, sizeof(*votes));
-	wt_api_vote_t vote = {0, WT_API_VOTE_OK};
+	wt_api_vote_t vote = {0, WT_API_VOTE_OK, -1, 0, 0};
 	weft_comm_t *c = NULL;
 	int *members = NULL, n = 0, myidx = -1, ncolors = 0, myoff = -1;
 	weft_status_t st;
@@ -542,6 +578,7 @@ static weft_status_t comm_make(weft_comm_t *parent, const char *what, wt_api_mak
 		wt_api_set_error(parent, "%s: out of memory for %d records", what, parent->size);
 		return WEFT_ERR_NO_MEMORY;
 	}
+	mine->slot_offer = wt_api_slots_offer(ctx);
 	st = comm_allgather(parent, what, mine, recs, sizeof(*mine));
 	if (st == WEFT_OK && !mine->valid)
 		st = WEFT_ERR_INVALID_ARG; /* the caller names what is wrong */
@@ -556,6 +593,8 @@ static weft_status_t comm_make(weft_comm_t *parent, const char *what, wt_api_mak
 		c = comm_new(parent, members, n, myidx);
 	if (n < 0 || (n > 0 && c == NULL))
 		vote.vote = WT_API_VOTE_NOMEM;
+	if (c != NULL)
+		vote.slot_region = slot_candidate(c, recs, members, &vote.slot_hw);
 	/* Rank 0 of the parent takes the block for every color; the second exchange hands
 	 * its first id to everyone (and tells everyone of any rank that failed). */
 	if (parent->rank == 0 && ncolors > 0 &&
@@ -580,6 +619,7 @@ static weft_status_t comm_make(weft_comm_t *parent, const char *what, wt_api_mak
 		}
 	}
 	if (st == WEFT_OK && c != NULL) {
+		slot_agree(c, votes, members);
 		pthread_mutex_lock(&ctx->lock);
 		c->id = (uint16_t)(votes[0].first + (uint32_t)myoff);
 		ctx->ncomms++;
@@ -589,6 +629,7 @@ static weft_status_t comm_make(weft_comm_t *parent, const char *what, wt_api_mak
 		c = NULL;
 	}
 out:
+	wt_api_slots_unoffer(ctx, mine->slot_offer);
 	if (st != WEFT_OK)
 		WT_DEBUG("%s on rank %d: %s", what, parent->rank, parent->last_error);
 	comm_free_unused(c);

@@ -988,6 +988,7 @@ static void ctx_free(wt_api_ctx_t *ctx)
 			wt_link_ops(ctx->link_stack[i][d])->close(ctx->link_stack[i][d]);
 	}
 	wt_api_req_ctx_release(ctx);
+	wt_api_slots_release(ctx);
 	if (ctx->cache != NULL)
 		wt_sched_cache_free(ctx->cache);
 	if (ctx->store != NULL)
@@ -1036,6 +1037,7 @@ static weft_status_t ctx_connect(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char
 		st = wire_up(ctx, b, err, errlen);
 	if (st != WEFT_OK)
 		return st;
+	wt_api_slots_init(ctx);
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	ctx->oversubscribed = ncpu > 0 && ctx->local_size > ncpu;
 	st = start_progress(ctx, err, errlen);

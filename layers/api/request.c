@@ -141,6 +141,52 @@ static weft_status_t net_post_recv(void *nctx, int peer, uint64_t tag, void *buf
 	return WEFT_OK;
 }
 
+/* Shared slots: the communicator's regions and its next slot call (exec_start runs under
+ * ctx->lock, in the order calls start, which every member shares). */
+static weft_status_t net_slots(void *nctx, wt_sched_slots_t *out)
+{
+	weft_request_t *req = nctx;
+	weft_comm_t *comm = req->comm;
+
+	if (comm->slot_regions == NULL) {
+		WT_ERROR("%s #%u: communicator %u has no shared slots", req->what,
+			 (unsigned)req->seq, (unsigned)comm->id);
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	out->seq = ++comm->slot_seq;
+	out->region = comm->slot_regions;
+	out->region_bytes = WT_API_SLOT_REGION;
+	return WEFT_OK;
+}
+
+static weft_status_t net_post_wait(void *nctx, int peer, const _Atomic uint64_t *word,
+				   uint64_t value, wt_sched_net_done_fn_t cb, void *arg,
+				   void **handle)
+{
+	weft_request_t *req = nctx;
+	weft_comm_t *comm = req->comm;
+	wt_api_netop_t *o = netop_new(comm, cb, arg);
+	weft_status_t st;
+
+	if (o == NULL)
+		return WEFT_ERR_NO_MEMORY;
+	st = wt_chan_post_wait(o->chan, comm->world[peer], word, value, netop_done, o, &o->op);
+	if (st != WEFT_OK) {
+		netop_put(o);
+		return st;
+	}
+	*handle = o;
+	return WEFT_OK;
+}
+
+static void net_slot_wake(void *nctx)
+{
+	weft_request_t *req = nctx;
+	weft_comm_t *comm = req->comm;
+
+	wt_chan_slot_wake(comm->ctx->chan, comm->world, comm->size);
+}
+
 static void net_cancel(void *nctx, void *handle)
 {
 	wt_api_netop_t *o = handle;
@@ -160,6 +206,7 @@ void wt_api_req_ctx_release(wt_api_ctx_t *ctx)
 		o = next;
 	}
 	ctx->netop_free = NULL;
+	free(atomic_exchange(&ctx->spare_req, NULL));
 	if (ctx->memo_plan != NULL)
 		wt_sched_plan_unref(ctx->memo_plan);
 	ctx->memo_plan = NULL;
@@ -170,14 +217,35 @@ const wt_sched_net_t wt_api_net_template = {
     .post_send = net_post_send,
     .post_recv = net_post_recv,
     .cancel = net_cancel,
+    .slots = net_slots,
+    .post_wait = net_post_wait,
+    .slot_wake = net_slot_wake,
 };
 
-/* Runs under ctx->lock (inside progress, or inside exec_start). */
+static void unlink_locked(weft_request_t *req)
+{
+	weft_comm_t *comm = req->comm;
+
+	if (!req->linked)
+		return;
+	if (req->lprev != NULL)
+		req->lprev->lnext = req->lnext;
+	else
+		comm->reqs = req->lnext;
+	if (req->lnext != NULL)
+		req->lnext->lprev = req->lprev;
+	req->linked = 0;
+}
+
+/* Runs under ctx->lock (inside progress, or inside exec_start). A finished request leaves
+ * its communicator's list at once (abort and peer failures only look for unfinished ones),
+ * so freeing it later needs no lock. */
 static void req_done(void *arg, weft_status_t st, const char *msg)
 {
 	weft_request_t *req = arg;
 	wt_api_ctx_t *ctx = req->comm->ctx;
 
+	unlink_locked(req);
 	req->status = st;
 	if (st != WEFT_OK)
 		snprintf(req->msg, sizeof(req->msg), "%s #%u on rank %d: %s", req->what,
@@ -209,7 +277,7 @@ static int same_args(const wt_sched_args_t *a, const wt_sched_args_t *b)
 	return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype &&
 	       a->op == b->op && a->root == b->root && a->rank == b->rank && a->size == b->size &&
 	       a->in_place == b->in_place && a->seg_bytes == b->seg_bytes && a->peer == b->peer &&
-	       a->compress == b->compress;
+	       a->compress == b->compress && a->slot_bytes == b->slot_bytes;
 }
 
 /* The plan of the previous call when this one has the same shape on the same
@@ -302,8 +370,14 @@ static weft_status_t pick_plan_slow(weft_comm_t *comm, weft_request_t *req,
 
 static weft_request_t *req_new(weft_comm_t *comm, wt_sched_coll_t coll)
 {
+	wt_api_ctx_t *ctx = comm->ctx;
 	/* Not calloc: the message buffer alone is half a kilobyte nobody reads on success. */
-	weft_request_t *req = malloc(sizeof(*req));
+	weft_request_t *req = atomic_load_explicit(&ctx->spare_req, memory_order_relaxed)
+				  ? atomic_exchange(&ctx->spare_req, NULL)
+				  : NULL;
+
+	if (req == NULL)
+		req = malloc(sizeof(*req));
 
 	if (req == NULL) {
 		wt_api_set_error(comm, "%s: out of memory for a request", wt_sched_coll_name(coll));
@@ -323,8 +397,27 @@ static weft_request_t *req_new(weft_comm_t *comm, wt_sched_coll_t coll)
 	/* Sends and receives are not collective: only collectives advance the sequence that
 	 * every rank must agree on. */
 	req->seq = req->p2p ? comm->p2p_seq++ : comm->seq++;
-	req->deadline = wt_util_deadline_in(comm->ctx->cfg.timeout);
+	req->deadline = 0;
 	return req;
+}
+
+/* The request's memory goes back to the context for the next call, or is freed. */
+static void req_release(weft_request_t *req)
+{
+	weft_request_t *none = NULL;
+	wt_api_ctx_t *ctx = req->comm->ctx;
+
+	if (!atomic_compare_exchange_strong(&ctx->spare_req, &none, req))
+		free(req);
+}
+
+/* The deadline runs from the start of an async call, and from the first wait of a
+ * blocking one (which starts and waits at once): no clock read when it never waits. */
+static uint64_t req_deadline(weft_request_t *req)
+{
+	if (req->deadline == 0)
+		req->deadline = wt_util_deadline_in(req->comm->ctx->cfg.timeout);
+	return req->deadline;
 }
 
 weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_request_t **out)
@@ -359,9 +452,11 @@ static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 		return WEFT_ERR_NO_MEMORY;
 	if (req->p2p)
 		req->p2p_tag = make_p2p_tag(comm, tag);
+	if (!will_wait)
+		req_deadline(req);
 	st = pick_plan(comm, req, args);
 	if (st != WEFT_OK) {
-		free(req);
+		req_release(req);
 		return st;
 	}
 	net.ctx = req;
@@ -372,7 +467,7 @@ static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 	if (st != WEFT_OK) {
 		pthread_mutex_unlock(&ctx->lock);
 		wt_sched_plan_unref(req->plan);
-		free(req);
+		req_release(req);
 		return st;
 	}
 	atomic_fetch_add(&ctx->active, 1);
@@ -387,10 +482,12 @@ static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 		pthread_mutex_unlock(&ctx->lock);
 		wt_api_set_error(comm, "%s #%u: starting the plan failed: %s", req->what,
 				 (unsigned)req->seq, weft_strerror(st));
-		free(req);
+		req_release(req);
 		return st;
 	}
-	wt_api_comm_link_req_locked(comm, req);
+	/* Finished inside the start already (its peers had published): nothing to link. */
+	if (!atomic_load(&req->done))
+		wt_api_comm_link_req_locked(comm, req);
 	pthread_mutex_unlock(&ctx->lock);
 	if (!will_wait)
 		wt_api_wake(ctx);
@@ -412,10 +509,12 @@ weft_status_t wt_api_coll_run(weft_comm_t *comm, const wt_sched_args_t *args, co
 
 	if (st != WEFT_OK)
 		return st;
-	return wt_api_wait_one(&req);
+	return wt_api_wait_own(&req);
 }
 
-static void req_free(weft_request_t *req)
+/* recycle: the communicator (and so its context) is known to be alive, so the memory may
+ * go back to the context; a request the user frees may outlive both. */
+static void req_free_ex(weft_request_t *req, int recycle)
 {
 	if (req->linked)
 		wt_api_comm_unlink_req(req);
@@ -423,7 +522,15 @@ static void req_free(weft_request_t *req)
 		wt_sched_exec_free(req->exec);
 	if (req->plan != NULL)
 		wt_sched_plan_unref(req->plan);
-	free(req);
+	if (recycle)
+		req_release(req);
+	else
+		free(req);
+}
+
+static void req_free(weft_request_t *req)
+{
+	req_free_ex(req, 0);
 }
 
 void wt_api_req_abandon(weft_request_t *req)
@@ -456,7 +563,7 @@ static void req_timeout_locked(weft_request_t *req)
 	wt_sched_exec_cancel(req->exec, WEFT_ERR_TIMEOUT, msg);
 }
 
-static weft_status_t req_finish(weft_request_t **reqp)
+static weft_status_t req_finish(weft_request_t **reqp, int recycle)
 {
 	weft_request_t *req = *reqp;
 	weft_status_t st = req->status;
@@ -465,7 +572,7 @@ static weft_status_t req_finish(weft_request_t **reqp)
 		snprintf(req->comm->last_error, sizeof(req->comm->last_error), "%s", req->msg);
 		WT_DEBUG("%s", req->msg);
 	}
-	req_free(req);
+	req_free_ex(req, recycle);
 	*reqp = NULL;
 	return st;
 }
@@ -490,7 +597,15 @@ static void wait_poll(weft_request_t *req, int budget_us, int yield)
 
 	if (budget_us <= 0 || atomic_load(&req->done))
 		return;
-	until = wt_util_time_ns() + (uint64_t)budget_us * 1000;
+	until = wt_util_time_ns();
+	if (req->deadline == 0) {
+		double ns = ctx->cfg.timeout * 1e9;
+
+		/* as wt_util_deadline_in, from the clock read we have */
+		req->deadline =
+		    ns >= (double)(UINT64_MAX - until - 1) ? UINT64_MAX : until + (uint64_t)ns;
+	}
+	until += (uint64_t)budget_us * 1000;
 	for (;;) {
 		caller_progress(ctx, req);
 		if (atomic_load(&req->done) || wt_util_time_ns() >= until)
@@ -526,7 +641,7 @@ static void wait_slow(weft_request_t *req)
 	pthread_mutex_lock(&ctx->lock);
 	while (!atomic_load(&req->done)) {
 		uint64_t now = wt_util_time_ns();
-		uint64_t step = req->deadline > now ? req->deadline - now : 0;
+		uint64_t step = req_deadline(req) > now ? req->deadline - now : 0;
 
 		if (step == 0) {
 			req_timeout_locked(req);
@@ -550,7 +665,7 @@ static void wait_slow(weft_request_t *req)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-weft_status_t wt_api_wait_one(weft_request_t **reqp)
+static weft_status_t wait_one(weft_request_t **reqp, int recycle)
 {
 	weft_request_t *req = *reqp;
 	wt_api_ctx_t *ctx = req->comm->ctx;
@@ -564,7 +679,17 @@ weft_status_t wt_api_wait_one(weft_request_t **reqp)
 			wait_slow(req);
 		wt_api_waiter_exit(ctx);
 	}
-	return req_finish(reqp);
+	return req_finish(reqp, recycle);
+}
+
+weft_status_t wt_api_wait_one(weft_request_t **reqp)
+{
+	return wait_one(reqp, 0);
+}
+
+weft_status_t wt_api_wait_own(weft_request_t **reqp)
+{
+	return wait_one(reqp, 1);
 }
 
 weft_status_t wt_api_test_one(weft_request_t **reqp, int *done)
@@ -576,7 +701,7 @@ weft_status_t wt_api_test_one(weft_request_t **reqp, int *done)
 		pthread_mutex_lock(&ctx->lock);
 		if (!atomic_load(&req->done))
 			wt_api_progress_locked(ctx);
-		if (!atomic_load(&req->done) && wt_util_time_ns() >= req->deadline)
+		if (!atomic_load(&req->done) && wt_util_time_ns() >= req_deadline(req))
 			req_timeout_locked(req);
 		pthread_mutex_unlock(&ctx->lock);
 	}
@@ -585,5 +710,5 @@ weft_status_t wt_api_test_one(weft_request_t **reqp, int *done)
 		return WEFT_INPROGRESS;
 	}
 	*done = 1;
-	return req_finish(reqp);
+	return req_finish(reqp, 0);
 }

@@ -1,6 +1,6 @@
 /* Tagged per-peer messages over link drivers (layers/channel): matching, eager and
  * rendezvous protocols, receive-with-reduce, per-peer send FIFOs with backpressure,
- * heartbeats and peer-failure reporting. */
+ * heartbeats and peer-failure reporting; and waits on words in peers' shared slot areas. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +35,14 @@
 /* Below this the clock granularity and the 100 ms idle wake-ups make verdicts unreliable. */
 #define WT_CHAN_MIN_PEER_TIMEOUT 0.1
 #define WT_CHAN_MAX_PEER_TIMEOUT 1e6
+/* Progress calls that only look at slot waits (one completed, or nothing but waits is
+ * pending) skip the links only this soon after the last call that polled them: a caller
+ * spinning on a wait polls the links once per tick of the coarse clock, a caller that
+ * sleeps between calls every time it wakes. */
+#define WT_CHAN_WAIT_SKIP_NS 1000000ull
 
-enum { L_NONE, L_POSTED, L_START, L_CQ, L_RUN, L_FREE };
-enum { OP_SEND = 1, OP_RECV = 2 };
+enum { L_NONE, L_POSTED, L_START, L_CQ, L_RUN, L_FREE, L_WAIT };
+enum { OP_SEND = 1, OP_RECV = 2, OP_WAIT = 3 };
 enum { SL_FREE, SL_SEND, SL_ZOMBIE, SL_RECV, SL_DISCARD };
 enum { RNDV_STREAM = 0, RNDV_GET = 1, RNDV_AUTO = 2 };
 
@@ -71,6 +76,9 @@ struct wt_chan_op {
 	uint64_t send_id;
 	uint64_t addr;
 	int has_addr;
+	/* wait: done once *word >= value */
+	const _Atomic uint64_t *word;
+	uint64_t value;
 	char msg[WT_CHAN_MSG_LEN];
 };
 
@@ -159,6 +167,10 @@ struct wt_chan {
 	uint32_t free_slot; /* UINT32_MAX: none */
 	wt_chan_op_t *all;
 	oplist_t start, cq, run;
+	oplist_t waits; /* posted slot waits (L_WAIT) */
+	size_t nwaits;
+	uint64_t last_poll;   /* coarse ns of the last progress call that polled the links */
+	wt_link_t *slot_link; /* the first routed link with slot areas, if any */
 	struct frame *inlink;
 	int bhead; /* peers with a non-empty FIFO, linked by bnext; -1 ends */
 	wt_chan_op_t *free_ops;
@@ -227,6 +239,19 @@ static void olist_remove(oplist_t *l, wt_chan_op_t *op)
 		l->tail = op->lprev;
 	op->lprev = op->lnext = NULL;
 	op->list = L_NONE;
+}
+
+/* ---- slot waits ---- */
+
+static int wait_met(const wt_chan_op_t *op)
+{
+	return atomic_load_explicit(op->word, memory_order_acquire) >= op->value;
+}
+
+static void wait_unlist(wt_chan_t *ch, wt_chan_op_t *op)
+{
+	olist_remove(&ch->waits, op);
+	ch->nwaits--;
 }
 
 /* ---- matching table ---- */
@@ -806,6 +831,8 @@ static void fail_peer_ops(wt_chan_t *ch, int pi)
 			ment_release(ch, e);
 		} else if (op->list == L_START) {
 			olist_remove(&ch->start, op);
+		} else if (op->list == L_WAIT) {
+			wait_unlist(ch, op);
 		}
 		op->slot = 0;
 		op_finish(ch, op, p->fail_st, 0, "%s", p->why);
@@ -1466,13 +1493,49 @@ static int run_notifies(wt_chan_t *ch)
 	return n;
 }
 
+/* Slot waits whose word reached its value complete (their callbacks run at the next
+ * completion pass). */
+static int run_waits(wt_chan_t *ch)
+{
+	wt_chan_op_t *op = ch->waits.head;
+	int n = 0;
+
+	while (op != NULL) {
+		wt_chan_op_t *next = op->lnext;
+
+		if (wait_met(op)) {
+			wait_unlist(ch, op);
+			op_finish(ch, op, WEFT_OK, 0, NULL);
+			n++;
+		}
+		op = next;
+	}
+	return n;
+}
+
 int wt_chan_progress(wt_chan_t *ch)
 {
 	if (ch == NULL || ch->in_progress)
 		return 0;
 	ch->in_progress = 1;
 	ch->now = coarse_ns();
-	int n = run_starts(ch);
+	int n = 0;
+
+	/* A slot wait is what a waiting caller spins for. When one completed, its callback
+	 * runs at once and the links wait for the next call; when nothing but waits is pending,
+	 * the links have nothing this caller needs either. Either way not for long (heartbeats
+	 * in both directions, a failed peer, frames of later operations). */
+	if (ch->waits.head != NULL && ch->now - ch->last_poll < WT_CHAN_WAIT_SKIP_NS) {
+		int met = run_waits(ch);
+
+		if (met > 0 || ch->outstanding == ch->nwaits) {
+			n = run_completions(ch);
+			ch->in_progress = 0;
+			return n;
+		}
+	}
+	ch->last_poll = ch->now;
+	n = run_starts(ch);
 
 	for (int i = 0; i < ch->nlinks; i++)
 		n += poll_link(ch, ch->links[i]);
@@ -1708,6 +1771,51 @@ weft_status_t wt_chan_post_recv(wt_chan_t *ch, int peer, uint64_t tag, void *dst
 	return WEFT_OK;
 }
 
+weft_status_t wt_chan_post_wait(wt_chan_t *ch, int peer, const _Atomic uint64_t *word,
+				uint64_t value, wt_chan_done_fn_t done_cb, void *arg,
+				wt_chan_op_t **opp)
+{
+	/* A wait on our own word (peer == our rank) is met by our own progress: no link. */
+	if (ch == NULL || word == NULL || (peer != ch->rank && post_check(ch, peer, "wait") != 0))
+		return WEFT_ERR_INVALID_ARG;
+	wt_chan_op_t *op = op_alloc(ch, OP_WAIT, peer, 0, done_cb, arg);
+
+	if (op == NULL)
+		return WEFT_ERR_NO_MEMORY;
+	op->word = word;
+	op->value = value;
+	struct peer *p = &ch->peers[peer];
+
+	if (p->failed)
+		op_finish(ch, op, p->fail_st, 0, "%s", p->why);
+	else if (wait_met(op))
+		op_finish(ch, op, WEFT_OK, 0, NULL);
+	else {
+		olist_push(&ch->waits, op, L_WAIT);
+		ch->nwaits++;
+	}
+	if (opp != NULL)
+		*opp = op;
+	return WEFT_OK;
+}
+
+void *wt_chan_slot_area(wt_chan_t *ch, int rank, size_t *bytes)
+{
+	if (ch == NULL || ch->slot_link == NULL || rank < 0 || rank >= ch->size)
+		return NULL;
+	/* A peer routed over another link (another host) has no area we can read. */
+	if (rank != ch->rank && ch->peers[rank].link != ch->slot_link)
+		return NULL;
+	return wt_link_ops(ch->slot_link)->slot_area(ch->slot_link, rank, bytes);
+}
+
+void wt_chan_slot_wake(wt_chan_t *ch, const int *peers, int npeers)
+{
+	if (ch == NULL || ch->slot_link == NULL)
+		return;
+	wt_link_ops(ch->slot_link)->slot_wake(ch->slot_link, peers, npeers);
+}
+
 void wt_chan_cancel(wt_chan_t *ch, wt_chan_op_t *op)
 {
 	if (ch == NULL || op == NULL || !op->live || op->list == L_FREE)
@@ -1734,6 +1842,9 @@ void wt_chan_cancel(wt_chan_t *ch, wt_chan_op_t *op)
 		break;
 	case L_RUN:
 		olist_remove(&ch->run, op);
+		break;
+	case L_WAIT:
+		wait_unlist(ch, op);
 		break;
 	default:
 		break;
@@ -1893,6 +2004,9 @@ weft_status_t wt_chan_set_link(wt_chan_t *ch, int peer, wt_link_t *link)
 		ch->greet = 1;
 		ch->get_peers += (wt_link_ops(link)->caps & WT_LINK_CAP_GET) != 0;
 	}
+	if (ch->slot_link == NULL && (wt_link_ops(link)->caps & WT_LINK_CAP_SLOTS) &&
+	    wt_link_ops(link)->slot_area != NULL && wt_link_ops(link)->slot_wake != NULL)
+		ch->slot_link = link;
 	p->link = link;
 	p->eager = ch->eager_limit;
 	if (p->eager > mf - WT_CHAN_HDR_LEN)
@@ -1942,6 +2056,15 @@ int wt_chan_arm(wt_chan_t *ch)
 				o->disarm(ch->links[k]);
 		}
 		return 1;
+	}
+	/* After the links armed (a link that offers slot areas has raised its sleeping flag
+	 * and fenced), so a peer storing a word we wait for either is seen here or sees the
+	 * flag and wakes us. */
+	for (wt_chan_op_t *op = ch->waits.head; op != NULL; op = op->lnext) {
+		if (wait_met(op)) {
+			wt_chan_disarm(ch);
+			return 1;
+		}
 	}
 	return ch->cq.head != NULL;
 }

@@ -3,10 +3,15 @@
  * else CTS + data frames) for large; receive-with-reduce on arrival. Matching is by
  * (peer, tag) in posting order; a message from one peer with one tag is matched by
  * the oldest posted receive for that peer and tag. Single-threaded: the owner
- * serialises every call. Callbacks run only inside wt_chan_progress. */
+ * serialises every call. Callbacks run only inside wt_chan_progress.
+ * Where the link offers shared slot areas (WT_LINK_CAP_SLOTS: shm), the channel also hands
+ * them out and waits on words in them, so that the layers above can exchange small data
+ * through shared memory with the same completion, failure and sleeping rules as
+ * messages. */
 #ifndef WT_CHAN_H
 #define WT_CHAN_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -21,15 +26,15 @@ typedef struct wt_chan_op wt_chan_op_t;
 typedef void (*wt_chan_done_fn_t)(void *arg, weft_status_t st, size_t bytes, const char *msg);
 
 typedef struct {
-	int enabled;        /* 0: plain receive (overwrite dst) */
+	int enabled;	    /* 0: plain receive (overwrite dst) */
 	weft_dtype_t dtype; /* dst = dst op incoming, element-wise */
-	weft_op_t op;       /* never WEFT_AVG (reduce with SUM, divide after) */
+	weft_op_t op;	    /* never WEFT_AVG (reduce with SUM, divide after) */
 } wt_chan_reduce_t;
 
 typedef struct {
 	size_t eager_limit; /* messages up to this many bytes go eagerly (0 = default) */
-	int rank;           /* this process's world rank */
-	int size;           /* world size */
+	int rank;	    /* this process's world rank */
+	int size;	    /* world size */
 	/* Seconds without hearing from a connected peer before it is declared failed; the
 	 * channel sends heartbeats to every routed peer often enough. 0 = never. */
 	double peer_timeout;
@@ -63,6 +68,23 @@ weft_status_t wt_chan_post_send(wt_chan_t *ch, int peer, uint64_t tag, const str
 weft_status_t wt_chan_post_recv(wt_chan_t *ch, int peer, uint64_t tag, void *dst, size_t len,
 				const wt_chan_reduce_t *reduce, wt_chan_done_fn_t done_cb,
 				void *arg, wt_chan_op_t **op);
+/* Shared slot areas (links with WT_LINK_CAP_SLOTS; one such link per channel, the first
+ * routed). The area of world rank `rank` as mapped here: ours (rank == our rank) writable,
+ * a peer's read only; *bytes gets its length, equal for every rank. NULL when the channel
+ * has no such link or rank is not reached over it (another host, not connected). */
+void *wt_chan_slot_area(wt_chan_t *ch, int rank, size_t *bytes);
+/* After storing (release order) into our own area something the listed peers (world ranks)
+ * may wait for: wake those that sleep on the channel's fds. */
+void wt_chan_slot_wake(wt_chan_t *ch, const int *peers, int npeers);
+/* Post a wait for peer's word (in its slot area, or anywhere that peer's progress changes)
+ * to reach value: done_cb runs inside wt_chan_progress with WEFT_OK once
+ * *word >= value (read with acquire order), or with the peer's error when it is declared
+ * failed, like a receive from it. peer may be our own rank, for a word our own progress
+ * changes (it then never fails). Cancel with wt_chan_cancel. A channel whose caller
+ * sleeps on wt_chan_fds checks the posted waits in wt_chan_arm, after the links armed. */
+weft_status_t wt_chan_post_wait(wt_chan_t *ch, int peer, const _Atomic uint64_t *word,
+				uint64_t value, wt_chan_done_fn_t done_cb, void *arg,
+				wt_chan_op_t **op);
 /* Withdraw an op whose callback has not run yet: no callback will run for it and the
  * channel will not touch its buffers again. */
 void wt_chan_cancel(wt_chan_t *ch, wt_chan_op_t *op);

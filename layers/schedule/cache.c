@@ -47,6 +47,7 @@ static uint64_t key_hash(const wt_sched_args_t *a, const wt_sched_algo_t *algo)
 	h = mix(h, (uint64_t)a->seg_bytes);
 	h = mix(h, (uint64_t)(uint32_t)a->peer);
 	h = mix(h, (uint64_t)(uint32_t)a->compress);
+	h = mix(h, (uint64_t)a->slot_bytes);
 	return mix(h, (uint64_t)(uintptr_t)algo);
 }
 
@@ -57,7 +58,7 @@ static int key_equal(const cache_entry_t *e, const wt_sched_args_t *a, const wt_
 	return e->algo == algo && k->coll == a->coll && k->count == a->count &&
 	       k->dtype == a->dtype && k->op == a->op && k->root == a->root && k->rank == a->rank &&
 	       k->size == a->size && !k->in_place == !a->in_place && k->seg_bytes == a->seg_bytes &&
-	       k->peer == a->peer && k->compress == a->compress;
+	       k->peer == a->peer && k->compress == a->compress && k->slot_bytes == a->slot_bytes;
 }
 
 wt_sched_cache_t *wt_sched_cache_new(size_t cap)

@@ -1,5 +1,7 @@
 /* The plan executor (layers/schedule): per-step pending counts and a FIFO ready queue;
- * network steps go to the wt_sched_net_t table, local steps run inline. */
+ * network steps go to the wt_sched_net_t table, local steps run inline, and slot steps
+ * read and write the shared regions directly (a wait that is not met yet goes to the
+ * network's post_wait). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@ typedef struct {
 
 struct wt_sched_exec {
 	wt_sched_plan_t *plan;
+	const wt_sched_plan_view_t *v; /* the plan's steps and edges as arrays */
 	wt_sched_net_t net;
 	uint64_t tag_base;
 	uint8_t *bufs[3]; /* by wt_sched_buf_t */
@@ -31,6 +34,15 @@ struct wt_sched_exec {
 	weft_op_t wire_op; /* the plan's op with AVG turned into SUM */
 	size_t elem;
 	int size;
+	int rank;
+	/* slot plans: this call's regions, its slot (seq % WT_SCHED_SLOT_DEPTH) and the
+	 * distance between slots */
+	wt_sched_slots_t slots;
+	unsigned slot, prev; /* this call's slot and the previous call's */
+	size_t slot_stride;
+	int wake_due; /* a PUT stored a flag whose sleepers were not woken yet */
+	int turn_met; /* our turn came: the previous slot call is released */
+	int released; /* this call's SLOT_DONE ran */
 
 	uint32_t *pending;
 	uint32_t *ready;
@@ -74,11 +86,10 @@ static void *bind(const wt_sched_exec_t *ex, unsigned buf, size_t off)
 
 static void exec_complete_step(wt_sched_exec_t *ex, uint32_t i)
 {
-	uint32_t n;
-	const uint32_t *succ = wt_sched_plan_succ(ex->plan, i, &n);
+	const uint32_t *succ = ex->v->succ;
 
 	ex->ndone++;
-	for (uint32_t k = 0; k < n; k++)
+	for (uint32_t k = ex->v->succ_start[i], end = ex->v->succ_start[i + 1]; k < end; k++)
 		if (--ex->pending[succ[k]] == 0)
 			ex->ready[ex->rtail++] = succ[k];
 }
@@ -122,14 +133,195 @@ static void exec_run_local(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 static void exec_net_done(void *arg, weft_status_t st, const char *msg);
 static void exec_progress(wt_sched_exec_t *ex);
 
+/* ---- shared slots ---- */
+
+/* Region layout: line 0 holds done[WT_SCHED_SLOT_DEPTH]; slot b starts at line 1 + b * stride
+ * with its ready word, its data following in the same line. */
+#define SLOT_LINE 64u
+#define SLOT_DEPTH WT_SCHED_SLOT_DEPTH
+
+typedef struct {
+	_Atomic uint64_t done[SLOT_DEPTH];
+} slot_hdr_t;
+
+static size_t slot_stride(size_t region_bytes)
+{
+	if (region_bytes < (SLOT_DEPTH + 1) * SLOT_LINE)
+		return 0;
+	return (region_bytes - SLOT_LINE) / SLOT_DEPTH / SLOT_LINE * SLOT_LINE;
+}
+
+size_t wt_sched_slot_capacity(size_t region_bytes)
+{
+	size_t stride = slot_stride(region_bytes);
+
+	return stride > sizeof(uint64_t) ? stride - sizeof(uint64_t) : 0;
+}
+
+static _Atomic uint64_t *ready_word(const void *region, size_t stride, unsigned b)
+{
+	return (_Atomic uint64_t *)((uintptr_t)region + SLOT_LINE + b * stride);
+}
+
+void wt_sched_slot_reset(void *region, size_t region_bytes, uint64_t base)
+{
+	slot_hdr_t *h = region;
+	size_t stride = slot_stride(region_bytes);
+
+	for (unsigned b = 0; b < SLOT_DEPTH; b++) {
+		atomic_store_explicit(ready_word(region, stride, b), base, memory_order_relaxed);
+		atomic_store_explicit(&h->done[b], base, memory_order_relaxed);
+	}
+	atomic_thread_fence(memory_order_release);
+}
+
+uint64_t wt_sched_slot_high_water(const void *region, size_t region_bytes)
+{
+	const slot_hdr_t *h = region;
+	size_t stride = slot_stride(region_bytes);
+	uint64_t hw = 0;
+
+	for (unsigned b = 0; b < SLOT_DEPTH; b++) {
+		uint64_t r =
+		    atomic_load_explicit(ready_word(region, stride, b), memory_order_relaxed);
+		uint64_t d = atomic_load_explicit(&h->done[b], memory_order_relaxed);
+
+		hw = r > hw ? r : hw;
+		hw = d > hw ? d : hw;
+	}
+	return hw;
+}
+
+int wt_sched_slot_released(const void *peer_region, const void *own_region, size_t region_bytes)
+{
+	const slot_hdr_t *peer = peer_region;
+	size_t stride = slot_stride(region_bytes);
+
+	for (unsigned b = 0; b < SLOT_DEPTH; b++)
+		if (atomic_load_explicit(&peer->done[b], memory_order_acquire) <
+		    atomic_load_explicit(ready_word(own_region, stride, b), memory_order_relaxed))
+			return 0;
+	return 1;
+}
+
+static slot_hdr_t *slot_hdr(const wt_sched_exec_t *ex, int rank)
+{
+	return (slot_hdr_t *)ex->slots.region[rank];
+}
+
+static _Atomic uint64_t *slot_ready(const wt_sched_exec_t *ex, int rank, unsigned b)
+{
+	return ready_word(ex->slots.region[rank], ex->slot_stride, b);
+}
+
+static uint8_t *slot_data(const wt_sched_exec_t *ex, int rank, size_t off)
+{
+	return (uint8_t *)slot_ready(ex, rank, ex->slot) + sizeof(uint64_t) + off;
+}
+
+/* What a SLOT_FREE / SLOT_WAIT step waits for: the peer's word and the value it must reach.
+ * WAIT: the peer published this call. FREE of a peer: it released the call
+ * WT_SCHED_SLOT_DEPTH slot calls back, the previous user of this slot. FREE of our own rank
+ * (our turn): we released the previous slot call, so this one publishes and releases after
+ * it. */
+static const _Atomic uint64_t *slot_word(const wt_sched_exec_t *ex, const wt_sched_step_t *s,
+					 uint64_t *value)
+{
+	uint64_t seq = ex->slots.seq;
+
+	if (s->type == WT_SCHED_SLOT_WAIT) {
+		*value = seq;
+		return slot_ready(ex, s->peer, ex->slot);
+	}
+	if (s->peer == ex->rank) {
+		*value = seq - 1;
+		return &slot_hdr(ex, s->peer)->done[ex->prev];
+	}
+	*value = seq > SLOT_DEPTH ? seq - SLOT_DEPTH : 0;
+	return &slot_hdr(ex, s->peer)->done[ex->slot];
+}
+
+/* Whether a SLOT_FREE / SLOT_WAIT step is met now. A peer that published the previous call
+ * had released every call before it (its turn came first), so the line we read its flag
+ * from last time usually answers a SLOT_FREE without fetching its done word. */
+static int slot_met(const wt_sched_exec_t *ex, const wt_sched_step_t *s)
+{
+	const _Atomic uint64_t *word;
+	uint64_t value;
+
+	if (s->type == WT_SCHED_SLOT_FREE && s->peer != ex->rank &&
+	    atomic_load_explicit(slot_ready(ex, s->peer, ex->prev), memory_order_acquire) >=
+		ex->slots.seq - 1)
+		return 1;
+	word = slot_word(ex, s, &value);
+	return atomic_load_explicit(word, memory_order_acquire) >= value;
+}
+
+/* Wake the peers that sleep waiting for a flag we stored (a fence and a look at each one's
+ * sleeping flag). */
+static void slot_wake_now(wt_sched_exec_t *ex)
+{
+	ex->wake_due = 0;
+	ex->net.slot_wake(ex->net.ctx);
+}
+
+/* Publish (PUT) or release (DONE): a release store into our region. A spinning peer sees it
+ * at once; one that sleeps needs its doorbell, after a fence. A PUT leaves that to the DONE
+ * or, if the execution stops to wait first, to the end of that round of exec_progress:
+ * a call that runs through pays one fence, not two, and not while its PUT's store is still
+ * on its way to the peer. */
+static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
+{
+	slot_hdr_t *h = slot_hdr(ex, ex->rank);
+
+	if (s->type == WT_SCHED_SLOT_PUT) {
+		if (s->len)
+			memcpy(slot_data(ex, ex->rank, s->off), bind(ex, s->src_buf, s->src_off),
+			       s->len);
+		atomic_store_explicit(slot_ready(ex, ex->rank, ex->slot), ex->slots.seq,
+				      memory_order_release);
+		ex->wake_due = 1;
+		return;
+	}
+	atomic_store_explicit(&h->done[ex->slot], ex->slots.seq, memory_order_release);
+	ex->released = 1;
+	slot_wake_now(ex);
+}
+
+static void slot_read(wt_sched_exec_t *ex, const wt_sched_step_t *s)
+{
+	void *dst = bind(ex, s->buf, s->off);
+	const uint8_t *src = slot_data(ex, s->peer, s->src_off);
+
+	if (!s->len)
+		return;
+	if (s->type == WT_SCHED_SLOT_COPY)
+		memcpy(dst, src, s->len);
+	else
+		wt_util_reduce(dst, src, s->len / ex->elem, ex->dtype, ex->wire_op);
+}
+
+static int step_waits(const wt_sched_step_t *s)
+{
+	return s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT;
+}
+
 static void exec_post(wt_sched_exec_t *ex, uint32_t i, const wt_sched_step_t *s)
 {
 	exec_op_t *op = &ex->ops[i];
 	uint64_t tag = ex->tag_base | s->msg;
 	weft_status_t st;
 
+	op->ex = ex;
+	op->step = i;
 	op->handle = NULL;
-	if (s->type == WT_SCHED_SEND)
+	if (step_waits(s)) {
+		uint64_t value;
+		const _Atomic uint64_t *word = slot_word(ex, s, &value);
+
+		st = ex->net.post_wait(ex->net.ctx, s->peer, word, value, exec_net_done, op,
+				       &op->handle);
+	} else if (s->type == WT_SCHED_SEND)
 		st = ex->net.post_send(ex->net.ctx, s->peer, tag, bind(ex, s->buf, s->off), s->len,
 				       exec_net_done, op, &op->handle);
 	else
@@ -141,8 +333,8 @@ static void exec_post(wt_sched_exec_t *ex, uint32_t i, const wt_sched_step_t *s)
 		exec_set_error(ex, wt_util_is_err(st) ? st : WEFT_ERR_NO_MEMORY,
 			       "posting %s of %zu bytes %s peer %d (msg %u) failed: status %d",
 			       wt_sched_step_type_name(s->type), s->len,
-			       s->type == WT_SCHED_SEND ? "to" : "from", (int)s->peer, s->msg,
-			       (int)st);
+			       s->type == WT_SCHED_SEND ? "to" : "from", (int)s->peer,
+			       step_waits(s) ? 0 : s->msg, (int)st);
 		WT_ERROR("schedule: %s", ex->errmsg);
 		return;
 	}
@@ -159,6 +351,10 @@ static void exec_maybe_finish(wt_sched_exec_t *ex)
 		return;
 	if (ex->err ? ex->outstanding != 0 : ex->ndone != ex->nsteps)
 		return;
+	/* A failed slot call reads nothing more: release it, so the communicator's later calls
+	 * are not held up by it (in call order only: not before the previous call's release). */
+	if (ex->err && ex->turn_met && !ex->released)
+		slot_signal(ex, &(wt_sched_step_t){.type = WT_SCHED_SLOT_DONE});
 	ex->status = ex->err;
 	/* done may free ex: nothing touches it afterwards. */
 	if (done)
@@ -173,16 +369,39 @@ static void exec_progress(wt_sched_exec_t *ex)
 	ex->running = 1;
 	while (!ex->err && ex->rhead < ex->rtail) {
 		uint32_t i = ex->ready[ex->rhead++];
-		const wt_sched_step_t *s = wt_sched_plan_step(ex->plan, i);
+		const wt_sched_step_t *s = &ex->v->steps[i];
 
-		if (s->type == WT_SCHED_SEND || s->type == WT_SCHED_RECV ||
-		    s->type == WT_SCHED_RECV_REDUCE) {
+		switch (s->type) {
+		case WT_SCHED_SEND:
+		case WT_SCHED_RECV:
+		case WT_SCHED_RECV_REDUCE:
 			exec_post(ex, i, s);
 			continue;
+		case WT_SCHED_SLOT_FREE:
+		case WT_SCHED_SLOT_WAIT:
+			/* Met already (the usual case when peers run in step): no post at all. */
+			if (!slot_met(ex, s)) {
+				exec_post(ex, i, s);
+				continue;
+			}
+			ex->turn_met |= s->type == WT_SCHED_SLOT_FREE && s->peer == ex->rank;
+			break;
+		case WT_SCHED_SLOT_PUT:
+		case WT_SCHED_SLOT_DONE:
+			slot_signal(ex, s);
+			break;
+		case WT_SCHED_SLOT_COPY:
+		case WT_SCHED_SLOT_REDUCE:
+			slot_read(ex, s);
+			break;
+		default:
+			exec_run_local(ex, s);
+			break;
 		}
-		exec_run_local(ex, s);
 		exec_complete_step(ex, i);
 	}
+	if (ex->wake_due)
+		slot_wake_now(ex);
 	ex->running = 0;
 	exec_maybe_finish(ex);
 }
@@ -191,7 +410,7 @@ static void exec_net_done(void *arg, weft_status_t st, const char *msg)
 {
 	exec_op_t *op = arg;
 	wt_sched_exec_t *ex = op->ex;
-	const wt_sched_step_t *s = wt_sched_plan_step(ex->plan, op->step);
+	const wt_sched_step_t *s = &ex->v->steps[op->step];
 
 	if (op->state != OP_POSTED) {
 		WT_ERROR("schedule: completion for step %u that is not outstanding", op->step);
@@ -199,12 +418,17 @@ static void exec_net_done(void *arg, weft_status_t st, const char *msg)
 	}
 	op->state = OP_DONE;
 	ex->outstanding--;
-	if (st != WEFT_OK) {
+	if (st != WEFT_OK && step_waits(s)) {
+		exec_set_error(ex, st, "%s for peer %d (slot call %llu) failed: %s",
+			       wt_sched_step_type_name(s->type), (int)s->peer,
+			       (unsigned long long)ex->slots.seq, msg ? msg : "no detail");
+	} else if (st != WEFT_OK) {
 		exec_set_error(ex, st, "%s %s peer %d (msg %u) failed: %s",
 			       wt_sched_step_type_name(s->type),
 			       s->type == WT_SCHED_SEND ? "to" : "from", (int)s->peer, s->msg,
 			       msg ? msg : "no detail");
 	} else {
+		ex->turn_met |= s->type == WT_SCHED_SLOT_FREE && s->peer == ex->rank;
 		exec_complete_step(ex, op->step);
 	}
 	exec_progress(ex);
@@ -215,18 +439,17 @@ static int net_ok(const wt_sched_net_t *net)
 	return net && net->post_send && net->post_recv && net->cancel;
 }
 
-static weft_status_t exec_check(const wt_sched_plan_t *p, const wt_sched_net_t *net,
-				uint64_t tag_base, const void *sendbuf, const void *recvbuf)
+static weft_status_t exec_check(const wt_sched_plan_t *p, const wt_sched_plan_view_t *v,
+				const wt_sched_net_t *net, uint64_t tag_base, const void *sendbuf,
+				const void *recvbuf)
 {
-	const wt_sched_args_t *a;
 	size_t bytes;
 
 	if (!p || !net_ok(net)) {
 		WT_ERROR("schedule: execution without a plan or a complete network table");
 		return WEFT_ERR_INVALID_ARG;
 	}
-	a = wt_sched_plan_args(p);
-	if (!wt_sched_plan_ready(p)) {
+	if (!v) {
 		WT_ERROR("schedule: plan (%s) is not finalized or failed",
 			 wt_sched_plan_algo(p)[0] ? wt_sched_plan_algo(p) : "unnamed");
 		return WEFT_ERR_INVALID_ARG;
@@ -238,29 +461,32 @@ static weft_status_t exec_check(const wt_sched_plan_t *p, const wt_sched_net_t *
 	}
 	/* A buffer the plan has no bytes of on this rank (root-only buffers elsewhere) may be
 	 * NULL; the plan never names it. */
-	bytes = wt_sched_plan_buf_bytes(p, WT_SCHED_BUF_RECV);
+	bytes = v->recv_bytes;
 	if (bytes && !recvbuf) {
 		WT_ERROR("schedule: NULL receive buffer for %s of %zu bytes",
-			 wt_sched_coll_name(a->coll), bytes);
+			 wt_sched_coll_name(v->args->coll), bytes);
 		return WEFT_ERR_INVALID_ARG;
 	}
-	bytes = wt_sched_plan_buf_bytes(p, WT_SCHED_BUF_SEND);
+	bytes = v->send_bytes;
 	if (bytes && !sendbuf) {
 		WT_ERROR("schedule: NULL send buffer for %s of %zu bytes",
-			 wt_sched_coll_name(a->coll), bytes);
+			 wt_sched_coll_name(v->args->coll), bytes);
 		return WEFT_ERR_INVALID_ARG;
 	}
 	return WEFT_OK;
 }
 
 /* One block per execution (state, per-step arrays, scratch): a small collective costs one
- * malloc, not five, and the state is not zeroed beyond what start sets. */
+ * malloc, not five, and none at all when the plan kept the block of its last execution.
+ * The state is not zeroed beyond what start sets; the ops are zeroed once, when the block
+ * is new: an op is filled when its step is posted, and a finished execution leaves none
+ * posted behind. */
 static size_t align_up(size_t x, size_t a)
 {
 	return (x + a - 1) / a * a;
 }
 
-static wt_sched_exec_t *exec_alloc(size_t nsteps, size_t scratch)
+static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, size_t nsteps, size_t scratch)
 {
 	size_t n = nsteps ? nsteps : 1;
 	size_t off_pending = align_up(sizeof(wt_sched_exec_t), 8);
@@ -273,9 +499,13 @@ static wt_sched_exec_t *exec_alloc(size_t nsteps, size_t scratch)
 	if (n > (SIZE_MAX - 4096) / (2 * sizeof(uint32_t) + sizeof(exec_op_t)) ||
 	    scratch > SIZE_MAX - off_scratch)
 		return NULL;
-	base = malloc(off_scratch + scratch);
-	if (!base)
-		return NULL;
+	base = wt_sched_plan_spare_take(p);
+	if (!base) {
+		base = malloc(off_scratch + scratch);
+		if (!base)
+			return NULL;
+		memset(base + off_ops, 0, n * sizeof(exec_op_t));
+	}
 	ex = (wt_sched_exec_t *)base;
 	memset(ex, 0, offsetof(wt_sched_exec_t, errmsg));
 	ex->errmsg[0] = '\0';
@@ -286,31 +516,75 @@ static wt_sched_exec_t *exec_alloc(size_t nsteps, size_t scratch)
 	return ex;
 }
 
+/* Back to the plan for the next execution, unless it keeps one already. Only a block none
+ * of whose ops is still posted may go back (see exec_alloc). */
 static void exec_release(wt_sched_exec_t *ex)
 {
-	wt_sched_plan_unref(ex->plan);
-	free(ex);
+	wt_sched_plan_t *p = ex->plan;
+
+	if (ex->outstanding == 0)
+		free(wt_sched_plan_spare_put(p, ex));
+	else
+		free(ex);
+	wt_sched_plan_unref(p);
+}
+
+/* A slot plan takes the next slot call of the network and checks that its regions hold
+ * what the plan touches. */
+static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *net,
+				     const wt_sched_args_t *a)
+{
+	size_t need = ex->v->slot_extent;
+	weft_status_t st;
+
+	if (!net->slots || !net->post_wait || !net->slot_wake) {
+		WT_ERROR("schedule: %s plan needs shared slots, which the network does not offer",
+			 wt_sched_plan_algo(ex->plan));
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	st = net->slots(net->ctx, &ex->slots);
+	if (st != WEFT_OK)
+		return st;
+	ex->slot = (unsigned)(ex->slots.seq % SLOT_DEPTH);
+	ex->prev = (unsigned)((ex->slots.seq - 1) % SLOT_DEPTH);
+	ex->slot_stride = slot_stride(ex->slots.region_bytes);
+	if (!ex->slots.region || wt_sched_slot_capacity(ex->slots.region_bytes) < need) {
+		WT_ERROR("schedule: %s plan needs slots of %zu bytes, the regions hold %zu",
+			 wt_sched_plan_algo(ex->plan), need,
+			 wt_sched_slot_capacity(ex->slots.region_bytes));
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	for (int r = 0; r < a->size; r++) {
+		if (ex->slots.region[r] == NULL) {
+			WT_ERROR("schedule: %s plan: no slot region of rank %d",
+				 wt_sched_plan_algo(ex->plan), r);
+			return WEFT_ERR_UNSUPPORTED;
+		}
+	}
+	return WEFT_OK;
 }
 
 weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net, uint64_t tag_base,
 				  const void *sendbuf, void *recvbuf, wt_sched_exec_done_fn_t done,
 				  void *arg, wt_sched_exec_t **out)
 {
+	const wt_sched_plan_view_t *v = p ? wt_sched_plan_view(p) : NULL;
 	const wt_sched_args_t *a;
 	wt_sched_exec_t *ex;
 	weft_status_t st;
 
 	if (!out)
 		return WEFT_ERR_INVALID_ARG;
-	st = exec_check(p, net, tag_base, sendbuf, recvbuf);
+	st = exec_check(p, v, net, tag_base, sendbuf, recvbuf);
 	if (st)
 		return st;
-	a = wt_sched_plan_args(p);
-	ex = exec_alloc(wt_sched_plan_nsteps(p), wt_sched_plan_scratch_bytes(p));
+	a = v->args;
+	ex = exec_alloc(p, v->nsteps, v->scratch);
 	if (!ex)
 		goto nomem;
 	wt_sched_plan_ref(p);
 	ex->plan = p;
+	ex->v = v;
 	ex->net = *net;
 	ex->tag_base = tag_base;
 	ex->bufs[WT_SCHED_BUF_RECV] = recvbuf;
@@ -320,22 +594,24 @@ weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net,
 	ex->bufs[WT_SCHED_BUF_SEND] = (uint8_t *)(uintptr_t)sendbuf;
 	ex->dtype = a->dtype;
 	ex->wire_op = a->op == WEFT_AVG ? WEFT_SUM : a->op;
-	ex->elem = wt_util_dtype_size(a->dtype);
+	ex->elem = v->elem;
 	ex->size = a->size;
-	ex->nsteps = wt_sched_plan_nsteps(p);
+	ex->rank = a->rank;
+	ex->nsteps = ex->v->nsteps;
 	ex->status = WEFT_INPROGRESS;
 	ex->done = done;
 	ex->done_arg = arg;
 	ex->bufs[WT_SCHED_BUF_SCRATCH] = ex->scratch;
-	for (size_t i = 0; i < ex->nsteps; i++) {
-		ex->pending[i] = wt_sched_plan_step(p, i)->ndeps;
-		ex->ops[i].ex = ex;
-		ex->ops[i].step = (uint32_t)i;
-		ex->ops[i].state = OP_IDLE;
-		ex->ops[i].handle = NULL;
-		if (!ex->pending[i])
-			ex->ready[ex->rtail++] = (uint32_t)i;
+	if (v->uses_slots) {
+		st = exec_bind_slots(ex, net, a);
+		if (st) {
+			exec_release(ex);
+			return st;
+		}
 	}
+	memcpy(ex->pending, ex->v->pending0, ex->nsteps * sizeof(*ex->pending));
+	memcpy(ex->ready, ex->v->sources, ex->v->nsources * sizeof(*ex->ready));
+	ex->rtail = ex->v->nsources;
 	*out = ex;
 	exec_progress(ex);
 	return WEFT_OK;
@@ -387,9 +663,9 @@ size_t wt_sched_exec_owing(const wt_sched_exec_t *ex, int *peers, size_t max)
 
 		if (ex->ops[i].state != OP_POSTED)
 			continue;
-		s = wt_sched_plan_step(ex->plan, i);
-		if (s->type == WT_SCHED_SEND)
-			continue;
+		s = &ex->v->steps[i];
+		if (s->type == WT_SCHED_SEND || s->peer == ex->rank)
+			continue; /* RECV*, and slot waits: what a peer owes us */
 		for (k = 0; k < n && peers[k] != s->peer; k++)
 			;
 		if (k == n)

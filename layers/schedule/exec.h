@@ -6,12 +6,43 @@
 #ifndef WT_SCHED_EXEC_H
 #define WT_SCHED_EXEC_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "lib/util/status.h"
 #include "layers/schedule/plan.h"
 
 typedef void (*wt_sched_net_done_fn_t)(void *arg, weft_status_t st, const char *msg);
+
+/* The shared slots one execution of a slot plan uses (see wt_sched_slot_put): every rank of
+ * the communicator owns a region of region_bytes in memory all of them map, region[r] being
+ * rank r's as mapped here (ours writable). seq numbers the slot calls of the communicator,
+ * the same on every rank for the same call: consecutive slot calls get consecutive numbers,
+ * starting above the base the regions were reset to (wt_sched_slot_reset). */
+typedef struct {
+	uint64_t seq;
+	void *const *region;
+	size_t region_bytes;
+} wt_sched_slots_t;
+
+/* A region (the executor's layout, exec.c) holds WT_SCHED_SLOT_DEPTH slots, call seq using
+ * slot seq % depth, so that many calls may be in flight (or a root run that far ahead of
+ * its readers), and the words of the protocol, each written only by the region's owner:
+ * per slot b the seq last published in it (ready[b], in the cache line that starts its
+ * data, so a tiny contribution and its flag cross together), and the last seq of slot b's
+ * calls whose peer slots the owner has finished reading (done[b]). Regions must be
+ * 64-byte aligned. */
+#define WT_SCHED_SLOT_DEPTH 4
+/* Bytes one slot of a region of region_bytes holds (0 if too small). */
+size_t wt_sched_slot_capacity(size_t region_bytes);
+/* Start a region afresh for a new communicator: its calls will be numbered above base, which
+ * must exceed every seq the region was used with before. Only the owner calls it. */
+void wt_sched_slot_reset(void *region, size_t region_bytes, uint64_t base);
+/* The highest seq a region's words hold (what a new base must exceed). */
+uint64_t wt_sched_slot_high_water(const void *region, size_t region_bytes);
+/* 1 if the owner of peer_region has released everything the owner of own_region published
+ * (so own_region may be reset and reused). */
+int wt_sched_slot_released(const void *peer_region, const void *own_region, size_t region_bytes);
 
 /* What the executor needs of a network. peer is a communicator rank. Callbacks must not
  * run inside post_*; cancel withdraws a posted op (its callback will never run). */
@@ -23,6 +54,17 @@ typedef struct {
 				   int reduce, weft_dtype_t dtype, weft_op_t op,
 				   wt_sched_net_done_fn_t cb, void *arg, void **handle);
 	void (*cancel)(void *ctx, void *handle);
+	/* Shared slots; all three NULL when the network has none (a plan with slot steps then
+	 * fails to start). slots fills this execution's regions and call number; it is called
+	 * once per started slot plan, in start order. */
+	weft_status_t (*slots)(void *ctx, wt_sched_slots_t *out);
+	/* Complete (cb, never inside this call) once *word >= value, read with acquire order,
+	 * or with an error when peer fails; cancel withdraws it like a receive. */
+	weft_status_t (*post_wait)(void *ctx, int peer, const _Atomic uint64_t *word,
+				   uint64_t value, wt_sched_net_done_fn_t cb, void *arg,
+				   void **handle);
+	/* We stored (release order) into our region: wake the ranks that may sleep waiting. */
+	void (*slot_wake)(void *ctx);
 } wt_sched_net_t;
 
 /* Bits of the tag the executor fills with the per-peer message index. */

@@ -32,14 +32,21 @@ struct wt_sched_plan {
 	size_t ndeps, deps_cap;
 	uint32_t *succ_start; /* nsteps + 1 offsets into succ */
 	uint32_t *succ;
-	int last_fence; /* vertex id of the last fence, -1 if none */
+	uint32_t *pending0; /* per step: ndeps; then the sources */
+	wt_sched_plan_view_t view;
+	_Atomic(void *) spare; /* an execution block for reuse (exec.c) */
+	int last_fence;	       /* vertex id of the last fence, -1 if none */
+	int uses_slots;	       /* a slot step was added */
+	int slot_turn;	       /* the SLOT_FREE on our own rank, -1 until made */
+	size_t slot_extent;
 };
 
 const char *wt_sched_step_type_name(wt_sched_step_type_t type)
 {
-	static const char *const names[] = {"SEND",  "RECV",	    "RECV_REDUCE", "REDUCE",
-					    "COPY",  "DIV",	    "NOP",	   "NARROW",
-					    "WIDEN", "REDUCE_WIDEN"};
+	static const char *const names[] = {
+	    "SEND",	 "RECV",      "RECV_REDUCE", "REDUCE",	     "COPY",	  "DIV",
+	    "NOP",	 "NARROW",    "WIDEN",	     "REDUCE_WIDEN", "SLOT_FREE", "SLOT_PUT",
+	    "SLOT_WAIT", "SLOT_COPY", "SLOT_REDUCE", "SLOT_DONE"};
 
 	if ((unsigned)type >= sizeof(names) / sizeof(names[0]))
 		return "?";
@@ -55,6 +62,8 @@ const char *wt_sched_buf_name(wt_sched_buf_t buf)
 		return "RECV";
 	case WT_SCHED_BUF_SCRATCH:
 		return "SCRATCH";
+	case WT_SCHED_BUF_SLOT:
+		return "SLOT";
 	default:
 		return "?";
 	}
@@ -204,7 +213,9 @@ wt_sched_plan_t *wt_sched_plan_new(const wt_sched_args_t *args)
 		return NULL;
 	p->args = *args;
 	atomic_init(&p->refs, 1);
+	atomic_init(&p->spare, NULL);
 	p->last_fence = -1;
+	p->slot_turn = -1;
 	if (wt_sched_args_check(args, why, sizeof(why)) != WEFT_OK) {
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "%s", why);
 		return p;
@@ -407,6 +418,137 @@ int wt_sched_div(wt_sched_plan_t *p, wt_sched_buf_t buf, size_t off, size_t len,
 	return plan_add_local(p, WT_SCHED_DIV, buf, off, buf, off, len, ndeps, deps);
 }
 
+/* ---- shared slots ---- */
+
+static int slot_step(wt_sched_plan_t *p, wt_sched_step_type_t type, int peer, wt_sched_buf_t dst,
+		     size_t dst_off, wt_sched_buf_t src, size_t src_off, size_t len, int ndeps,
+		     const int *deps)
+{
+	wt_sched_step_t s = {0};
+	int id;
+
+	s.type = (uint8_t)type;
+	s.buf = (uint8_t)dst;
+	s.src_buf = (uint8_t)src;
+	s.peer = peer;
+	s.off = dst_off;
+	s.src_off = src_off;
+	s.len = len;
+	id = plan_add(p, &s, ndeps, deps);
+	if (id >= 0)
+		p->uses_slots = 1;
+	return id;
+}
+
+static int slot_free_step(wt_sched_plan_t *p, int peer)
+{
+	return slot_step(p, WT_SCHED_SLOT_FREE, peer, WT_SCHED_BUF_SLOT, 0, WT_SCHED_BUF_SLOT, 0, 0,
+			 0, NULL);
+}
+
+/* Our turn: the SLOT_FREE on our own rank (our previous slot call released), made once. */
+static int slot_turn(wt_sched_plan_t *p)
+{
+	if (p->slot_turn < 0)
+		p->slot_turn = slot_free_step(p, p->args.rank);
+	return p->slot_turn;
+}
+
+int wt_sched_slot_put(wt_sched_plan_t *p, wt_sched_buf_t src, size_t src_off, size_t slot_off,
+		      size_t len, int ndeps, const int *deps)
+{
+	int n, *all, k = 0, id;
+
+	if (!p || p->err || p->finalized)
+		return slot_step(p, WT_SCHED_SLOT_PUT, -1, WT_SCHED_BUF_SLOT, slot_off, src,
+				 src_off, len, ndeps, deps);
+	if (ndeps < 0 || (ndeps > 0 && !deps)) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "slot put: bad dependency list (%d)", ndeps);
+		return -1;
+	}
+	n = p->args.size;
+	all = malloc(((size_t)n + (size_t)ndeps) * sizeof(*all));
+	if (!all) {
+		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory for a slot put");
+		return -1;
+	}
+	all[k++] = slot_turn(p);
+	for (int i = 1; i < n && all[k - 1] >= 0; i++)
+		all[k++] = slot_free_step(p, (p->args.rank + i) % n);
+	if (all[k - 1] < 0) {
+		free(all);
+		return -1;
+	}
+	for (int i = 0; i < ndeps; i++)
+		all[k++] = deps[i];
+	id = slot_step(p, WT_SCHED_SLOT_PUT, -1, WT_SCHED_BUF_SLOT, slot_off, src, src_off, len, k,
+		       all);
+	free(all);
+	return id;
+}
+
+int wt_sched_slot_wait(wt_sched_plan_t *p, int peer, int ndeps, const int *deps)
+{
+	return slot_step(p, WT_SCHED_SLOT_WAIT, peer, WT_SCHED_BUF_SLOT, 0, WT_SCHED_BUF_SLOT, 0, 0,
+			 ndeps, deps);
+}
+
+int wt_sched_slot_copy(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
+		       size_t slot_off, size_t len, int ndeps, const int *deps)
+{
+	return slot_step(p, WT_SCHED_SLOT_COPY, peer, dst, dst_off, WT_SCHED_BUF_SLOT, slot_off,
+			 len, ndeps, deps);
+}
+
+int wt_sched_slot_reduce(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
+			 size_t slot_off, size_t len, int ndeps, const int *deps)
+{
+	return slot_step(p, WT_SCHED_SLOT_REDUCE, peer, dst, dst_off, WT_SCHED_BUF_SLOT, slot_off,
+			 len, ndeps, deps);
+}
+
+static int step_reads_slot(const wt_sched_step_t *s)
+{
+	return s->type == WT_SCHED_SLOT_COPY || s->type == WT_SCHED_SLOT_REDUCE;
+}
+
+/* After every read, our PUT and our turn: a rank's releases (and so its PUTs) happen in
+ * call order even when several calls are in flight. */
+int wt_sched_slot_done(wt_sched_plan_t *p)
+{
+	int *deps = NULL, n = 0, id;
+
+	if (p && !p->err && !p->finalized) {
+		int turn = slot_turn(p);
+
+		if (turn < 0)
+			return -1;
+		deps = malloc((p->nsteps + 1) * sizeof(*deps));
+		if (!deps) {
+			wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory for a slot release");
+			return -1;
+		}
+		deps[n++] = turn;
+		for (size_t i = 0; i < p->nsteps; i++)
+			if (step_reads_slot(&p->steps[i]) || p->steps[i].type == WT_SCHED_SLOT_PUT)
+				deps[n++] = (int)i;
+	}
+	id = slot_step(p, WT_SCHED_SLOT_DONE, -1, WT_SCHED_BUF_SLOT, 0, WT_SCHED_BUF_SLOT, 0, 0, n,
+		       deps);
+	free(deps);
+	return id;
+}
+
+int wt_sched_plan_uses_slots(const wt_sched_plan_t *p)
+{
+	return p && p->uses_slots;
+}
+
+size_t wt_sched_plan_slot_extent(const wt_sched_plan_t *p)
+{
+	return p ? p->slot_extent : 0;
+}
+
 /* Depending on the previous fence plus everything after it waits for every step so far
  * (transitively) without an edge per earlier step. */
 int wt_sched_fence(wt_sched_plan_t *p)
@@ -451,6 +593,8 @@ size_t wt_sched_plan_buf_bytes(const wt_sched_plan_t *p, wt_sched_buf_t buf)
 		return p->recv_bytes;
 	case WT_SCHED_BUF_SCRATCH:
 		return p->scratch;
+	case WT_SCHED_BUF_SLOT:
+		return p->args.slot_bytes;
 	default:
 		return 0;
 	}
@@ -485,6 +629,9 @@ size_t wt_sched_step_src_len(const wt_sched_plan_t *p, const wt_sched_step_t *s)
 	case WT_SCHED_SEND:
 	case WT_SCHED_REDUCE:
 	case WT_SCHED_COPY:
+	case WT_SCHED_SLOT_PUT:
+	case WT_SCHED_SLOT_COPY:
+	case WT_SCHED_SLOT_REDUCE:
 		return s->len;
 	case WT_SCHED_NARROW:
 	case WT_SCHED_WIDEN:
@@ -509,6 +656,9 @@ static int step_reads(const wt_sched_plan_t *p, const wt_sched_step_t *s, wt_sch
 	case WT_SCHED_NARROW:
 	case WT_SCHED_WIDEN:
 	case WT_SCHED_REDUCE_WIDEN:
+	case WT_SCHED_SLOT_PUT:
+	case WT_SCHED_SLOT_COPY:
+	case WT_SCHED_SLOT_REDUCE:
 		*buf = s->src_buf;
 		*off = s->src_off;
 		*len = wt_sched_step_src_len(p, s);
@@ -518,9 +668,21 @@ static int step_reads(const wt_sched_plan_t *p, const wt_sched_step_t *s, wt_sch
 	}
 }
 
+static int step_is_slot(const wt_sched_step_t *s)
+{
+	return s->type >= WT_SCHED_SLOT_FREE && s->type <= WT_SCHED_SLOT_DONE;
+}
+
+/* Slot steps that only wait or signal: no buffer range at all. */
+static int step_is_slot_sync(const wt_sched_step_t *s)
+{
+	return s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT ||
+	       s->type == WT_SCHED_SLOT_DONE;
+}
+
 static int step_writes(const wt_sched_step_t *s)
 {
-	return s->type != WT_SCHED_SEND && s->type != WT_SCHED_NOP;
+	return s->type != WT_SCHED_SEND && s->type != WT_SCHED_NOP && !step_is_slot_sync(s);
 }
 
 static int step_is_net(const wt_sched_step_t *s)
@@ -532,13 +694,13 @@ static int step_is_net(const wt_sched_step_t *s)
 static int step_needs_elems(const wt_sched_step_t *s)
 {
 	return s->type == WT_SCHED_RECV_REDUCE || s->type == WT_SCHED_REDUCE ||
-	       s->type == WT_SCHED_DIV;
+	       s->type == WT_SCHED_DIV || s->type == WT_SCHED_SLOT_REDUCE;
 }
 
 static weft_status_t check_buf(wt_sched_plan_t *p, size_t i, const char *what, unsigned buf,
 			       size_t off, size_t len)
 {
-	if (buf > WT_SCHED_BUF_SCRATCH) {
+	if (buf > WT_SCHED_BUF_SLOT) {
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: unknown %s buffer %u", i, what,
 			      buf);
 		return p->err;
@@ -585,17 +747,58 @@ static weft_status_t check_conv(wt_sched_plan_t *p, size_t i)
 	return WEFT_OK;
 }
 
+/* Where slot steps may point: only PUT writes a slot (ours), only SLOT_COPY / SLOT_REDUCE
+ * read one (their peer's), waits name another rank, and everything needs slots. */
+static weft_status_t check_slot_step(wt_sched_plan_t *p, size_t i)
+{
+	const wt_sched_step_t *s = &p->steps[i];
+	const char *name = wt_sched_step_type_name(s->type);
+	int slot = step_is_slot(s), n = p->args.size, peer = s->peer;
+	const char *why = NULL;
+
+	if (!slot) {
+		if (s->buf == WT_SCHED_BUF_SLOT || s->src_buf == WT_SCHED_BUF_SLOT)
+			why = "names the SLOT buffer, which only slot steps may";
+	} else if (p->args.slot_bytes == 0) {
+		why = "the plan has no shared slots (args.slot_bytes is 0)";
+	} else if ((s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT) &&
+		   (peer < 0 || peer >= n ||
+		    (peer == p->args.rank && s->type == WT_SCHED_SLOT_WAIT))) {
+		why = "waits on a bad peer";
+	} else if (step_reads_slot(s) && (peer < 0 || peer >= n)) {
+		why = "reads the slot of a rank outside the communicator";
+	} else if (step_reads_slot(s) && peer == p->args.rank) {
+		/* Only the peers' releases guard a slot: a later call of ours may be writing it. */
+		why = "reads our own slot (take our contribution from the plan's buffers)";
+	} else if (step_reads_slot(s) &&
+		   (s->src_buf != WT_SCHED_BUF_SLOT || s->buf == WT_SCHED_BUF_SLOT)) {
+		why = "must read a slot into a plan buffer";
+	} else if (s->type == WT_SCHED_SLOT_PUT &&
+		   (s->buf != WT_SCHED_BUF_SLOT || s->src_buf == WT_SCHED_BUF_SLOT)) {
+		why = "must copy a plan buffer into our slot";
+	}
+	if (!why)
+		return WEFT_OK;
+	wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: %s %s (peer %d, rank %d of %d)", i, name,
+		      why, peer, p->args.rank, n);
+	return p->err;
+}
+
 static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 {
 	const wt_sched_step_t *s = &p->steps[i];
 	wt_sched_buf_t rb;
 	size_t roff, rlen;
 
-	if (s->type > WT_SCHED_REDUCE_WIDEN) {
+	if (s->type > WT_SCHED_SLOT_DONE) {
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: unknown type %u", i, s->type);
 		return p->err;
 	}
 	if (s->type == WT_SCHED_NOP)
+		return WEFT_OK;
+	if (check_slot_step(p, i))
+		return p->err;
+	if (step_is_slot_sync(s))
 		return WEFT_OK;
 	if (step_is_net(s) && (s->peer < 0 || s->peer >= p->args.size || s->peer == p->args.rank)) {
 		wt_sched_fail(
@@ -666,10 +869,13 @@ static weft_status_t build_successors(wt_sched_plan_t *p)
 {
 	uint32_t *fill;
 
+	size_t nsrc = 0;
+
 	p->succ_start = calloc(p->nsteps + 1, sizeof(*p->succ_start));
 	p->succ = malloc((p->ndeps ? p->ndeps : 1) * sizeof(*p->succ));
+	p->pending0 = malloc((2 * p->nsteps + 1) * sizeof(*p->pending0));
 	fill = calloc(p->nsteps + 1, sizeof(*fill));
-	if (!p->succ_start || !p->succ || !fill) {
+	if (!p->succ_start || !p->succ || !fill || !p->pending0) {
 		free(fill);
 		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory building successors");
 		return p->err;
@@ -688,7 +894,149 @@ static weft_status_t build_successors(wt_sched_plan_t *p)
 		}
 	}
 	free(fill);
+	for (size_t i = 0; i < p->nsteps; i++) {
+		p->pending0[i] = p->steps[i].ndeps;
+		if (!p->steps[i].ndeps)
+			p->pending0[p->nsteps + nsrc++] = (uint32_t)i;
+	}
+	p->view = (wt_sched_plan_view_t){.steps = p->steps,
+					 .nsteps = p->nsteps,
+					 .succ_start = p->succ_start,
+					 .succ = p->succ,
+					 .pending0 = p->pending0,
+					 .sources = p->pending0 + p->nsteps,
+					 .nsources = nsrc,
+					 .args = &p->args,
+					 .elem = p->elem,
+					 .send_bytes = p->send_bytes,
+					 .recv_bytes = p->recv_bytes,
+					 .scratch = p->scratch,
+					 .uses_slots = p->uses_slots};
 	return WEFT_OK;
+}
+
+typedef int (*step_match_fn_t)(const wt_sched_plan_t *p, uint32_t id, int arg);
+
+/* 1 if step `from` depends (transitively) on a step that match() accepts. */
+static int reaches(const wt_sched_plan_t *p, size_t from, uint8_t *seen, uint32_t *stack,
+		   step_match_fn_t match, int arg)
+{
+	size_t sp = 0;
+
+	memset(seen, 0, p->nsteps);
+	stack[sp++] = (uint32_t)from;
+	seen[from] = 1;
+	while (sp) {
+		const wt_sched_step_t *s = &p->steps[stack[--sp]];
+
+		for (uint32_t k = 0; k < s->ndeps; k++) {
+			uint32_t d = p->deps[s->dep_start + k];
+
+			if (seen[d])
+				continue;
+			if (match(p, d, arg))
+				return 1;
+			seen[d] = 1;
+			stack[sp++] = d;
+		}
+	}
+	return 0;
+}
+
+static int is_wait_for(const wt_sched_plan_t *p, uint32_t id, int peer)
+{
+	return p->steps[id].type == WT_SCHED_SLOT_WAIT && p->steps[id].peer == peer;
+}
+
+static int is_free_for(const wt_sched_plan_t *p, uint32_t id, int peer)
+{
+	return p->steps[id].type == WT_SCHED_SLOT_FREE && p->steps[id].peer == peer;
+}
+
+static int is_step(const wt_sched_plan_t *p, uint32_t id, int which)
+{
+	(void)p;
+	return id == (uint32_t)which;
+}
+
+/* One slot step against the plan's rules (see check_slots). */
+static void check_slot_order(wt_sched_plan_t *p, size_t i, size_t put_at, size_t done_at,
+			     uint8_t *seen, uint32_t *stack)
+{
+	const wt_sched_step_t *s = &p->steps[i];
+	const char *name = wt_sched_step_type_name(s->type);
+
+	if (step_reads_slot(s) && !reaches(p, i, seen, stack, is_wait_for, s->peer))
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+			      "step %zu: %s of rank %d's slot does not wait for its SLOT_WAIT", i,
+			      name, (int)s->peer);
+	else if ((step_reads_slot(s) || s->type == WT_SCHED_SLOT_PUT) &&
+		 !reaches(p, done_at, seen, stack, is_step, (int)i))
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+			      "step %zu: %s is not released by the SLOT_DONE", i, name);
+	else if (s->type == WT_SCHED_SLOT_PUT) {
+		for (int q = 0; q < p->args.size && !p->err; q++)
+			if (!reaches(p, put_at, seen, stack, is_free_for, q))
+				wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+					      "step %zu: SLOT_PUT does not wait for the SLOT_FREE "
+					      "of rank %d",
+					      i, q);
+	} else if (s->type == WT_SCHED_SLOT_DONE &&
+		   !reaches(p, done_at, seen, stack, is_free_for, p->args.rank))
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+			      "step %zu: SLOT_DONE does not wait for our turn (the SLOT_FREE of "
+			      "our own rank)",
+			      i);
+}
+
+/* Once per call each rank publishes at most once and releases exactly once, after all its
+ * reads; a read of a peer's slot waits for that peer, a read of ours follows our PUT, and
+ * the PUT follows a SLOT_FREE of every peer. The executor and the peers' plans rely on it. */
+static void check_slots(wt_sched_plan_t *p)
+{
+	size_t nput = 0, ndone = 0, done_at = 0, put_at = 0;
+	uint8_t *seen;
+	uint32_t *stack;
+
+	for (size_t i = 0; i < p->nsteps; i++) {
+		const wt_sched_step_t *s = &p->steps[i];
+
+		if (step_is_slot(s) && ndone) {
+			wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: %s after the SLOT_DONE",
+				      i, wt_sched_step_type_name(s->type));
+			return;
+		}
+		if (s->type == WT_SCHED_SLOT_PUT) {
+			nput++;
+			put_at = i;
+			if (s->off + s->len > p->slot_extent)
+				p->slot_extent = s->off + s->len;
+		} else if (s->type == WT_SCHED_SLOT_DONE) {
+			ndone++;
+			done_at = i;
+		} else if (step_reads_slot(s) && s->src_off + s->len > p->slot_extent) {
+			p->slot_extent = s->src_off + s->len;
+		}
+	}
+	if (nput > 1 || ndone != 1) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+			      "a slot plan needs at most one SLOT_PUT (has %zu) and exactly one "
+			      "SLOT_DONE (has %zu)",
+			      nput, ndone);
+		return;
+	}
+	seen = malloc(p->nsteps);
+	stack = malloc(p->nsteps * sizeof(*stack));
+	if (!seen || !stack) {
+		free(seen);
+		free(stack);
+		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory checking the slot steps");
+		return;
+	}
+	for (size_t i = 0; i < p->nsteps && !p->err; i++)
+		check_slot_order(p, i, put_at, done_at, seen, stack);
+	free(seen);
+	free(stack);
 }
 
 weft_status_t wt_sched_plan_finalize(wt_sched_plan_t *p)
@@ -710,10 +1058,13 @@ weft_status_t wt_sched_plan_finalize(wt_sched_plan_t *p)
 				check_step(p, i);
 		}
 	}
+	if (!p->err && p->uses_slots)
+		check_slots(p);
 	if (!p->err)
 		number_messages(p);
 	if (!p->err)
 		build_successors(p);
+	p->view.slot_extent = p->slot_extent;
 	p->finalized = 1;
 	if (p->err)
 		WT_ERROR("schedule: %s plan for %s rank %d of %d (count %zu) rejected: %s",
@@ -762,6 +1113,28 @@ size_t wt_sched_plan_scratch_bytes(const wt_sched_plan_t *p)
 	return p->scratch;
 }
 
+const wt_sched_plan_view_t *wt_sched_plan_view(const wt_sched_plan_t *p)
+{
+	return wt_sched_plan_ready(p) ? &p->view : NULL;
+}
+
+void *wt_sched_plan_spare_take(wt_sched_plan_t *p)
+{
+	if (!p || atomic_load_explicit(&p->spare, memory_order_relaxed) == NULL)
+		return NULL;
+	return atomic_exchange_explicit(&p->spare, NULL, memory_order_acquire);
+}
+
+void *wt_sched_plan_spare_put(wt_sched_plan_t *p, void *blk)
+{
+	void *none = NULL;
+
+	if (p && atomic_compare_exchange_strong_explicit(
+		     &p->spare, &none, blk, memory_order_release, memory_order_relaxed))
+		return NULL;
+	return blk;
+}
+
 const char *wt_sched_plan_algo(const wt_sched_plan_t *p)
 {
 	return p->algo;
@@ -784,10 +1157,12 @@ void wt_sched_plan_unref(wt_sched_plan_t *p)
 {
 	if (!p || atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
 		return;
+	free(atomic_load_explicit(&p->spare, memory_order_acquire));
 	free(p->steps);
 	free(p->deps);
 	free(p->succ_start);
 	free(p->succ);
+	free(p->pending0);
 	free(p);
 }
 
@@ -800,10 +1175,14 @@ static void dump_step(const wt_sched_plan_t *p, size_t i, FILE *out)
 	fprintf(out, "%6zu: %-11s", i, wt_sched_step_type_name(s->type));
 	if (step_is_net(s))
 		fprintf(out, " peer %d msg %u", (int)s->peer, s->msg);
-	if (s->type != WT_SCHED_NOP)
+	if (s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT)
+		fprintf(out, " peer %d", (int)s->peer);
+	if (s->type != WT_SCHED_NOP && !step_is_slot_sync(s))
 		fprintf(out, " %s[%zu+%zu]", wt_sched_buf_name(s->buf), s->off, s->len);
-	if (s->type == WT_SCHED_REDUCE || s->type == WT_SCHED_COPY)
+	if (s->type == WT_SCHED_REDUCE || s->type == WT_SCHED_COPY || s->type == WT_SCHED_SLOT_PUT)
 		fprintf(out, " <- %s[%zu]", wt_sched_buf_name(s->src_buf), s->src_off);
+	if (step_reads_slot(s))
+		fprintf(out, " <- SLOT of %d[%zu]", (int)s->peer, s->src_off);
 	if (step_is_conv(s))
 		fprintf(out, " <- %s[%zu+%zu] %s", wt_sched_buf_name(s->src_buf), s->src_off,
 			wt_sched_step_src_len(p, s), wt_util_dtype_name((weft_dtype_t)s->wire));

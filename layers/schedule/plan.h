@@ -54,6 +54,9 @@ typedef enum {
 	WT_SCHED_BUF_SEND = 0,	  /* the caller's send buffer (read only) */
 	WT_SCHED_BUF_RECV = 1,	  /* the caller's receive buffer */
 	WT_SCHED_BUF_SCRATCH = 2, /* plan-owned scratch, wt_sched_scratch bytes */
+	/* A rank's shared slot for this call (args.slot_bytes): our own as SLOT_PUT's
+	 * destination, the step's peer's as the source of SLOT_COPY / SLOT_REDUCE. */
+	WT_SCHED_BUF_SLOT = 3,
 } wt_sched_buf_t;
 
 typedef enum {
@@ -69,6 +72,15 @@ typedef enum {
 	WT_SCHED_NARROW = 7,	   /* dst (16-bit) = round(src (plan dtype)) */
 	WT_SCHED_WIDEN = 8,	   /* dst (plan dtype) = src (16-bit) */
 	WT_SCHED_REDUCE_WIDEN = 9, /* dst (plan dtype) = dst op widen(src (16-bit)) */
+	/* Shared slots (see wt_sched_slot_put): each rank publishes into its own slot and
+	 * reads the others' directly, with no message. */
+	WT_SCHED_SLOT_FREE = 10,   /* wait: peer released the previous use of our slot (our
+				    * own rank: our previous slot call is released) */
+	WT_SCHED_SLOT_PUT = 11,	   /* our slot[off] = src, then publish the slot */
+	WT_SCHED_SLOT_WAIT = 12,   /* wait: peer published its slot for this call */
+	WT_SCHED_SLOT_COPY = 13,   /* dst = peer's slot[src_off] */
+	WT_SCHED_SLOT_REDUCE = 14, /* dst = dst op peer's slot[src_off] */
+	WT_SCHED_SLOT_DONE = 15,   /* release: we read every peer slot of this call */
 } wt_sched_step_type_t;
 
 /* Everything a plan depends on; two calls with equal args share a plan. */
@@ -84,6 +96,11 @@ typedef struct {
 	size_t seg_bytes; /* pipeline segment size for chunked algorithms (0 = default) */
 	int peer;	  /* SEND / RECV: the other rank */
 	int compress;	  /* wt_sched_compress_t; only float32 allreduce honours it */
+	/* Bytes each rank may publish per call into a shared slot that the others read
+	 * directly: nonzero only when every rank of the communicator is on one host with
+	 * shared slot areas (the API sets it); 0 means no slots, and slot algorithms refuse
+	 * the args. */
+	size_t slot_bytes;
 	/* ALLTOALLV only, in elements, size entries each. Plans of ALLTOALLV are built per call
 	 * and never cached, so these may point at the caller's arrays. */
 	const size_t *sendcounts, *sdispls, *recvcounts, *rdispls;
@@ -94,7 +111,7 @@ typedef struct {
 	uint8_t buf;		   /* wt_sched_buf_t: destination (or source for SEND) */
 	uint8_t src_buf;	   /* REDUCE / COPY / NARROW / WIDEN / REDUCE_WIDEN source */
 	uint8_t wire;		   /* NARROW / WIDEN / REDUCE_WIDEN: weft_dtype_t, 16-bit */
-	int32_t peer;		   /* SEND / RECV*: communicator rank */
+	int32_t peer;		   /* SEND / RECV* / SLOT_* but PUT, DONE: communicator rank */
 	uint32_t msg;		   /* SEND / RECV*: index among messages to/from that peer */
 	size_t off, src_off, len;  /* bytes */
 	uint32_t dep_start, ndeps; /* into plan->deps */
@@ -142,6 +159,36 @@ int wt_sched_compress_wire(const wt_sched_args_t *args, weft_dtype_t *wire);
 /* "none", "bf16", "fp16"; and back (-1 if unknown, case-insensitive). */
 const char *wt_sched_compress_name(int compress);
 int wt_sched_compress_from_name(const char *name);
+/* Shared slots (args->slot_bytes > 0). Every call of a slot plan has its own slot per rank
+ * (WT_SCHED_SLOT_DEPTH per rank serve consecutive calls in turn); a plan publishes into ours at
+ * most once, reads a peer's slot only after waiting for it, and releases what it read with exactly
+ * one wt_sched_slot_done, after every read. Offsets and lengths are bytes within a slot of
+ * args->slot_bytes. Copy len bytes (may be 0: a pure signal) of src into our slot at slot_off and
+ * publish the slot. It first waits, one SLOT_FREE step per peer, until each peer has released the
+ * previous call that used this slot, and for our turn (a SLOT_FREE on our own rank: our
+ * previous slot call released), so a rank publishes and releases in call order even with
+ * several calls in flight; returns the PUT's id. */
+int wt_sched_slot_put(wt_sched_plan_t *p, wt_sched_buf_t src, size_t src_off, size_t slot_off,
+		      size_t len, int ndeps, const int *deps);
+/* Wait until peer has published its slot for this call. */
+int wt_sched_slot_wait(wt_sched_plan_t *p, int peer, int ndeps, const int *deps);
+/* dst = peer's slot bytes [slot_off, +len). Every read must depend (transitively) on the
+ * SLOT_WAIT of its peer. Never our own slot: only the peers' releases guard a slot, so a
+ * later call of ours may already be writing it; our contribution comes from the plan's
+ * buffers. */
+int wt_sched_slot_copy(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
+		       size_t slot_off, size_t len, int ndeps, const int *deps);
+/* dst = dst op peer's slot bytes (the plan's op, SUM for AVG). */
+int wt_sched_slot_reduce(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
+			 size_t slot_off, size_t len, int ndeps, const int *deps);
+/* Release: depends on every slot read added so far, the PUT and our turn; no slot step may
+ * follow. */
+int wt_sched_slot_done(wt_sched_plan_t *p);
+/* 1 if the plan has slot steps (it needs the network's slots to run). */
+int wt_sched_plan_uses_slots(const wt_sched_plan_t *p);
+/* The end of the furthest slot range the plan touches (0 without slot steps). */
+size_t wt_sched_plan_slot_extent(const wt_sched_plan_t *p);
+
 /* A step that waits for every step added so far; later steps may name it. */
 int wt_sched_fence(wt_sched_plan_t *p);
 /* Make the scratch buffer at least bytes long. */
@@ -162,6 +209,30 @@ const uint32_t *wt_sched_plan_deps(const wt_sched_plan_t *p);
 /* Successors of step i (valid after finalize). */
 const uint32_t *wt_sched_plan_succ(const wt_sched_plan_t *p, size_t i, uint32_t *n);
 size_t wt_sched_plan_scratch_bytes(const wt_sched_plan_t *p);
+/* What the executor reads of a plan, as plain arrays (valid while the plan lives); NULL for a
+ * plan that is not finalized without error. */
+typedef struct {
+	const wt_sched_step_t *steps;
+	size_t nsteps;
+	const uint32_t *succ_start; /* nsteps + 1 offsets into succ */
+	const uint32_t *succ;
+	const uint32_t *pending0; /* per step: its number of dependencies */
+	const uint32_t *sources;  /* the steps without dependencies, in id order */
+	size_t nsources;
+	const wt_sched_args_t *args;
+	size_t elem;		       /* the dtype's size */
+	size_t send_bytes, recv_bytes; /* see wt_sched_plan_buf_bytes */
+	size_t scratch;
+	int uses_slots;
+	size_t slot_extent;
+} wt_sched_plan_view_t;
+const wt_sched_plan_view_t *wt_sched_plan_view(const wt_sched_plan_t *p);
+/* The executor keeps one finished execution's memory on its plan for the next execution
+ * (a loop of equal calls allocates nothing): take returns it or NULL; put stores blk and
+ * returns NULL, or returns blk (for the caller to free) when one is kept already. The plan
+ * frees a kept block with free() when it goes. */
+void *wt_sched_plan_spare_take(wt_sched_plan_t *p);
+void *wt_sched_plan_spare_put(wt_sched_plan_t *p, void *blk);
 /* Bytes the SEND / RECV buffers hold for these args (for range checks and tests). */
 size_t wt_sched_plan_buf_bytes(const wt_sched_plan_t *p, wt_sched_buf_t buf);
 const char *wt_sched_plan_algo(const wt_sched_plan_t *p);
@@ -185,7 +256,11 @@ typedef struct {
 } wt_sched_algo_t;
 
 /* One link class in the alpha-beta-gamma model: seconds per message (alpha), per byte
- * moved (beta) and per byte reduced (gamma). Measured or configured by the API layer. */
+ * moved (beta) and per byte reduced (gamma). Measured or configured by the API layer.
+ * Shared slots move no message: a flag costs WT_SCHED_SLOT_ALPHA of the class's alpha (a
+ * cache line, not a message), plus WT_SCHED_SLOT_ALPHA_PEER for every further peer. */
+#define WT_SCHED_SLOT_ALPHA 0.1
+#define WT_SCHED_SLOT_ALPHA_PEER 0.02
 typedef struct wt_sched_cost {
 	double alpha, beta, gamma;
 } wt_sched_cost_t;

@@ -10,11 +10,14 @@
 #include <strings.h>
 #include <sys/mman.h>
 
+#include "layers/schedule/exec.h" /* wt_sched_slot_capacity */
 #include "layers/schedule/plan.h"
 #include "lib/util/dtype.h"
 
 #define MAX_RANKS (1 << 20) /* message keys pack two ranks in 20 bits each */
 #define DOT_MAX_RANKS 512
+/* --slots without a size: what a communicator of one host gets (a 64 KiB region). */
+#define DEFAULT_SLOT_REGION ((size_t)64 * 1024)
 
 typedef struct {
 	wt_sched_args_t a;
@@ -41,13 +44,15 @@ static void usage(FILE *out)
 	    "  --in-place         the collective's in-place form\n"
 	    "  --seg-bytes N[K|M] pipeline segment (default %zu)\n"
 	    "  --compress FMT     none, bf16, fp16 (float32 allreduce)\n"
+	    "  --slots[=BYTES]    the ranks share slots of BYTES (one host, shm; default %zu):\n"
+	    "                     the slots algorithms become possible (--algo slots sets it)\n"
 	    "  --cost A,B,G       alpha in us, link GB/s, reduce GB/s: choose by cost, simulate\n"
 	    "  --dot              Graphviz instead of text\n"
 	    "  --all-ranks        every rank's plan (with --dot: clusters and message edges)\n"
 	    "  --simulate         estimated time under the alpha-beta-gamma model\n"
 	    "  --list             collectives and their algorithms\n"
 	    "  -h, --help         this text\n",
-	    WT_SCHED_DEFAULT_SEG_BYTES);
+	    WT_SCHED_DEFAULT_SEG_BYTES, wt_sched_slot_capacity(DEFAULT_SLOT_REGION));
 }
 
 static int bad(const char *fmt, const char *what)
@@ -164,6 +169,7 @@ enum {
 	O_INPLACE,
 	O_SEG,
 	O_COMPRESS,
+	O_SLOTS,
 	O_COST,
 	O_DOT,
 	O_ALL,
@@ -183,6 +189,7 @@ static const struct option long_opts[] = {
     {"in-place", no_argument, NULL, O_INPLACE},
     {"seg-bytes", required_argument, NULL, O_SEG},
     {"compress", required_argument, NULL, O_COMPRESS},
+    {"slots", optional_argument, NULL, O_SLOTS},
     {"cost", required_argument, NULL, O_COST},
     {"dot", no_argument, NULL, O_DOT},
     {"all-ranks", no_argument, NULL, O_ALL},
@@ -222,6 +229,11 @@ static int parse_opt(opts_t *o, int c, const char *v, int *peer_set)
 		o->a.compress = wt_sched_compress_from_name(v);
 		return o->a.compress < 0 ? bad("unknown --compress '%s' (none, bf16, fp16)", v)
 					 : -1;
+	case O_SLOTS:
+		o->a.slot_bytes = wt_sched_slot_capacity(DEFAULT_SLOT_REGION);
+		return v && (parse_size(v, &o->a.slot_bytes) || !o->a.slot_bytes)
+			   ? bad("bad --slots '%s'", v)
+			   : -1;
 	case O_COST:
 		o->has_cost = 1;
 		return parse_cost(v, &o->cost)
@@ -275,6 +287,8 @@ static int parse_args(opts_t *o, int argc, char **argv)
 	if (coll < 0)
 		return bad("unknown collective '%s' (see --list)", argv[optind]);
 	o->a.coll = (wt_sched_coll_t)coll;
+	if (o->algo && strcasecmp(o->algo, "slots") == 0 && !o->a.slot_bytes)
+		o->a.slot_bytes = wt_sched_slot_capacity(DEFAULT_SLOT_REGION);
 	if (!peer_set)
 		o->a.peer = coll == WT_COLL_RECV ? (o->a.rank + o->a.size - 1) % o->a.size
 						 : (o->a.rank + 1) % o->a.size;
@@ -450,27 +464,64 @@ static int is_recv(const wt_sched_step_t *s)
 
 /* ---- Graphviz ---- */
 
+/* Slot steps that only wait or signal: drawn without buffer ranges. */
+static int is_slot_sync(const wt_sched_step_t *s)
+{
+	return s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT ||
+	       s->type == WT_SCHED_SLOT_DONE;
+}
+
+static const char *dot_shape(const wt_sched_step_t *s)
+{
+	if (s->type == WT_SCHED_SEND || s->type == WT_SCHED_SLOT_PUT)
+		return "box";
+	if (is_recv(s) || s->type == WT_SCHED_SLOT_WAIT || s->type == WT_SCHED_SLOT_FREE)
+		return "ellipse";
+	if (s->type == WT_SCHED_NOP || s->type == WT_SCHED_SLOT_DONE)
+		return "point";
+	return "diamond";
+}
+
 static void dot_node(const wt_sched_plan_t *p, size_t i, int rank, const char *indent)
 {
 	const wt_sched_step_t *s = wt_sched_plan_step(p, i);
-	const char *shape = s->type == WT_SCHED_SEND  ? "box"
-			    : is_recv(s)	      ? "ellipse"
-			    : s->type == WT_SCHED_NOP ? "point"
-						      : "diamond";
 
-	printf("%sr%d_s%zu [shape=%s, label=\"%zu: %s", indent, rank, i, shape, i,
+	printf("%sr%d_s%zu [shape=%s, label=\"%zu: %s", indent, rank, i, dot_shape(s), i,
 	       wt_sched_step_type_name((wt_sched_step_type_t)s->type));
 	if (s->type == WT_SCHED_SEND)
 		printf("\\nto %d #%u", (int)s->peer, s->msg);
 	else if (is_recv(s))
 		printf("\\nfrom %d #%u", (int)s->peer, s->msg);
-	if (s->type != WT_SCHED_NOP)
+	else if (s->type == WT_SCHED_SLOT_WAIT || s->type == WT_SCHED_SLOT_FREE)
+		printf("\\nrank %d", (int)s->peer);
+	if (s->type != WT_SCHED_NOP && !is_slot_sync(s))
 		printf("\\n%s[%zu+%zu]", wt_sched_buf_name((wt_sched_buf_t)s->buf), s->off, s->len);
-	if (s->type != WT_SCHED_NOP && s->type != WT_SCHED_SEND && !is_recv(s) &&
-	    s->type != WT_SCHED_DIV)
+	if (s->type == WT_SCHED_SLOT_COPY || s->type == WT_SCHED_SLOT_REDUCE)
+		printf("\\n<- SLOT of %d[%zu+%zu]", (int)s->peer, s->src_off, s->len);
+	else if (s->type != WT_SCHED_NOP && s->type != WT_SCHED_SEND && !is_recv(s) &&
+		 s->type != WT_SCHED_DIV && !is_slot_sync(s))
 		printf("\\n<- %s[%zu+%zu]", wt_sched_buf_name((wt_sched_buf_t)s->src_buf),
 		       s->src_off, wt_sched_step_src_len(p, s));
 	printf("\"];\n");
+}
+
+/* Shared slots: each rank's PUT to the SLOT_WAITs on it, green. */
+static void dot_slot_edges(wt_sched_plan_t **plans, int n)
+{
+	for (int r = 0; r < n; r++)
+		for (size_t i = 0; i < wt_sched_plan_nsteps(plans[r]); i++) {
+			const wt_sched_step_t *s = wt_sched_plan_step(plans[r], i);
+			const wt_sched_plan_t *q;
+
+			if (s->type != WT_SCHED_SLOT_WAIT)
+				continue;
+			q = plans[s->peer];
+			for (size_t j = 0; j < wt_sched_plan_nsteps(q); j++)
+				if (wt_sched_plan_step(q, j)->type == WT_SCHED_SLOT_PUT)
+					printf(
+					    "  r%d_s%zu -> r%d_s%zu [style=dashed, color=green];\n",
+					    (int)s->peer, j, r, i);
+		}
 }
 
 static void dot_plan(const wt_sched_plan_t *p, int rank, const char *indent)
@@ -533,6 +584,7 @@ static int dot_all(const opts_t *o, wt_sched_plan_t **plans)
 			printf("  r%d_s%llu -> r%d_s%zu [style=dashed, color=blue];\n",
 			       (int)s->peer, (unsigned long long)m.vals[h], r, i);
 		}
+	dot_slot_edges(plans, n);
 	printf("}\n");
 	map_free(&m);
 	return rc ? 1 : 0;
@@ -547,11 +599,15 @@ static int dot_all(const opts_t *o, wt_sched_plan_t **plans)
  * time (one port per rank, in ready-time order); the message arrives when the send
  * finishes. Reductions (the reduce of RECV_REDUCE too) cost len * gamma, and so do the
  * other steps that touch memory (COPY, DIV, NARROW, WIDEN); NOP and RECV cost nothing
- * beyond the arrival. */
+ * beyond the arrival. Shared slots: a SLOT_PUT costs its copy (len * gamma) and its flag
+ * reaches every SLOT_WAIT on that rank a fraction of alpha later (WT_SCHED_SLOT_ALPHA, as the
+ * cost model prices it); slot reads cost len * gamma; SLOT_FREE and SLOT_DONE cost nothing
+ * (one call alone: every slot is free). */
 
 #define SIM_SEND (1u << 31)
 #define SIM_DONE (1u << 30) /* scheduled, or an empty record */
-#define SIM_COUNT (SIM_DONE - 1)
+#define SIM_PUT (1u << 29)  /* a SLOT_PUT: its finish releases the rank's slot waiters */
+#define SIM_COUNT (SIM_PUT - 1)
 #define SIM_INLINE 3
 #define SIM_NONE UINT32_MAX
 
@@ -570,6 +626,13 @@ typedef struct {
 	uint32_t *xe;
 	size_t nxe, xcap;
 	size_t steps, nmsg, bytes;
+	/* shared slots: every SLOT_WAIT as (waiter, rank it waits for); then per rank the
+	 * waiters of its PUT, in wstart / wlist (counting sort by rank) */
+	uint32_t (*waits)[2];
+	size_t nwaits, wcap;
+	uint32_t *wstart, *wlist;
+	double flag; /* seconds from a PUT's end to its waiters */
+	size_t nputs;
 } sim_t;
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -641,6 +704,9 @@ static float step_cost(const wt_sched_step_t *st, const wt_sched_cost_t *c)
 		return (float)(c->alpha + (double)st->len * c->beta);
 	case WT_SCHED_RECV:
 	case WT_SCHED_NOP:
+	case WT_SCHED_SLOT_FREE:
+	case WT_SCHED_SLOT_WAIT:
+	case WT_SCHED_SLOT_DONE:
 		return 0;
 	default:
 		return (float)((double)st->len * c->gamma);
@@ -703,7 +769,17 @@ static int sim_add(sim_t *s, msgmap_t *m, const wt_sched_plan_t *p, int r, const
 
 		x->t = 0;
 		x->dur = step_cost(st, c);
-		x->pend = st->ndeps + (is_recv(st) ? 1 : 0);
+		x->pend = st->ndeps + (is_recv(st) || st->type == WT_SCHED_SLOT_WAIT ? 1 : 0);
+		if (st->type == WT_SCHED_SLOT_PUT) {
+			x->pend |= SIM_PUT;
+			s->nputs++;
+		}
+		if (st->type == WT_SCHED_SLOT_WAIT) {
+			if (grow((void **)&s->waits, &s->wcap, s->nwaits + 1, sizeof(*s->waits)))
+				return -1;
+			s->waits[s->nwaits][0] = g;
+			s->waits[s->nwaits++][1] = (uint32_t)st->peer;
+		}
 		if (st->type == WT_SCHED_SEND) {
 			x->pend |= SIM_SEND;
 			k = 1; /* e[0]: the message edge, filled by sim_match */
@@ -814,6 +890,13 @@ static int sim_finish(run_t *R, uint32_t g, double fin)
 
 	x->t = fin;
 	R->done++;
+	if (x->pend & SIM_PUT) {
+		uint32_t r = g % (uint32_t)R->s->n;
+
+		for (uint32_t k = R->s->wstart[r]; k < R->s->wstart[r + 1]; k++)
+			if (sim_relax(R, R->s->wlist[k], fin + R->s->flag))
+				return -1;
+	}
 	for (int k = 0; k < SIM_INLINE; k++)
 		if (sim_relax(R, x->e[k], fin))
 			return -1;
@@ -839,12 +922,35 @@ static int sim_drain(run_t *R)
 	return 0;
 }
 
+/* Every rank's SLOT_WAITs listed under the rank they wait for (counting sort). */
+static int sim_index_waits(sim_t *s)
+{
+	s->wstart = calloc((size_t)s->n + 1, sizeof(*s->wstart));
+	s->wlist = malloc((s->nwaits ? s->nwaits : 1) * sizeof(*s->wlist));
+	if (!s->wstart || !s->wlist)
+		return -1;
+	for (size_t i = 0; i < s->nwaits; i++)
+		s->wstart[s->waits[i][1] + 1]++;
+	for (int r = 0; r < s->n; r++)
+		s->wstart[r + 1] += s->wstart[r];
+	for (size_t i = 0; i < s->nwaits; i++)
+		s->wlist[s->wstart[s->waits[i][1]]++] = s->waits[i][0];
+	for (int r = s->n; r > 0; r--)
+		s->wstart[r] = s->wstart[r - 1];
+	s->wstart[0] = 0;
+	return 0;
+}
+
 static int sim_run(run_t *R)
 {
 	sim_t *s = R->s;
 
+	if (sim_index_waits(s))
+		return -1;
 	for (size_t g = 0; g < s->depth * (size_t)s->n; g++) {
-		if (s->st[g].pend != 0 && s->st[g].pend != SIM_SEND)
+		uint32_t pend = s->st[g].pend & ~SIM_PUT;
+
+		if (pend != 0 && pend != SIM_SEND)
 			continue;
 		if (sim_ready(R, (uint32_t)g) || sim_drain(R))
 			return -1;
@@ -866,6 +972,9 @@ static void sim_free(sim_t *s)
 	if (s->st)
 		munmap(s->st, s->cap * (size_t)s->n * sizeof(sim_step_t));
 	free(s->xe);
+	free(s->waits);
+	free(s->wstart);
+	free(s->wlist);
 }
 
 static void sim_report(const opts_t *o, const wt_sched_algo_t *algo, sim_t *s, double *fin)
@@ -882,9 +991,12 @@ static void sim_report(const opts_t *o, const wt_sched_algo_t *algo, sim_t *s, d
 		end = fin[r] > end ? fin[r] : end;
 		first = first < 0 || fin[r] < first ? fin[r] : first;
 	}
-	printf("%s %s: %d ranks, count %zu %s, %zu steps, %zu messages, %zu bytes sent\n",
+	printf("%s %s: %d ranks, count %zu %s, %zu steps, %zu messages, %zu bytes sent",
 	       wt_sched_coll_name(o->a.coll), algo->name, n, o->a.count,
 	       wt_util_dtype_name(o->a.dtype), s->steps, s->nmsg, s->bytes);
+	if (s->nputs)
+		printf(", %zu slot publications", s->nputs);
+	printf("\n");
 	printf("model: alpha %.3f us, beta %.3f GB/s, gamma %.3f GB/s\n", o->cost.alpha * 1e6,
 	       1e-9 / o->cost.beta, 1e-9 / o->cost.gamma);
 	printf("estimated time: %.3f us (first rank done at %.3f us)\n", end * 1e6,
@@ -896,7 +1008,7 @@ static void sim_report(const opts_t *o, const wt_sched_algo_t *algo, sim_t *s, d
 static int simulate(const opts_t *o, const wt_sched_algo_t *algo)
 {
 	int n = o->a.size, rc = 1;
-	sim_t s = {.n = n};
+	sim_t s = {.n = n, .flag = o->cost.alpha * WT_SCHED_SLOT_ALPHA};
 	msgmap_t m = {0};
 	run_t R = {.s = &s};
 

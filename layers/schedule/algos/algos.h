@@ -28,6 +28,14 @@ weft_status_t wt_sched_alltoallv_pairwise(const wt_sched_args_t *args, wt_sched_
 weft_status_t wt_sched_barrier_dissemination(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_send_direct(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_recv_direct(const wt_sched_args_t *args, wt_sched_plan_t *p);
+/* Shared slots among the ranks of one host (slots.c): need args->slot_bytes. */
+weft_status_t wt_sched_allreduce_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
+weft_status_t wt_sched_allgather_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
+weft_status_t wt_sched_reduce_scatter_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
+weft_status_t wt_sched_bcast_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
+weft_status_t wt_sched_reduce_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
+weft_status_t wt_sched_alltoall_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
+weft_status_t wt_sched_barrier_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
 
 /* The plan of an allreduce with nothing to exchange (one rank or zero elements): copy
  * SEND to RECV unless in place. */

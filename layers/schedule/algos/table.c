@@ -168,34 +168,96 @@ static double c_barrier(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 	return lg(a->size) * c->alpha;
 }
 
+/* Shared slots (slots.c): no message at all. A rank's flag reaches the others as one cache
+ * line, a fraction of a shm message's alpha, and each further peer adds a little (its
+ * flag and its read); bytes are copied once into the slot and read once out of each slot
+ * read, priced like the other passes over memory (gamma). Infinite where the slots are
+ * missing or too small, so the message algorithms serve those args. */
+static double slot_cost(const wt_sched_args_t *a, const wt_sched_cost_t *c, double publish,
+			double read)
+{
+	if (a->slot_bytes == 0 || publish > (double)a->slot_bytes)
+		return HUGE_VAL;
+	return c->alpha * (WT_SCHED_SLOT_ALPHA + WT_SCHED_SLOT_ALPHA_PEER * (a->size - 1)) +
+	       (publish + read) * c->gamma;
+}
+
+static double c_ar_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double m = elem_bytes(a);
+	return slot_cost(a, c, m, a->size * m);
+}
+
+static double c_ag_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double m = elem_bytes(a);
+	return slot_cost(a, c, m, (a->size - 1) * m);
+}
+
+static double c_rs_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double m = elem_bytes(a);
+	return slot_cost(a, c, a->size * m, a->size * m);
+}
+
+static double c_bc_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double m = elem_bytes(a);
+	return slot_cost(a, c, m, m);
+}
+
+static double c_rd_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double m = elem_bytes(a);
+	return slot_cost(a, c, m, a->size * m);
+}
+
+static double c_a2a_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double m = elem_bytes(a);
+	return slot_cost(a, c, a->size * m, (a->size - 1) * m);
+}
+
+static double c_barrier_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	return slot_cost(a, c, 0, 0);
+}
+
 #define ALL 0, SIZE_MAX
 static const wt_sched_algo_t algo_table[] = {
-	{"recursive_doubling", WT_COLL_ALLREDUCE, wt_sched_allreduce_recdbl, 0,
-	 WT_SCHED_RECDBL_MAX_BYTES, c_ar_recdbl},
-	{"ring", WT_COLL_ALLREDUCE, wt_sched_allreduce_ring, WT_SCHED_RECDBL_MAX_BYTES + 1,
-	 SIZE_MAX, c_ar_ring},
-	{"rabenseifner", WT_COLL_ALLREDUCE, wt_sched_allreduce_rabenseifner, 1, 0, c_ar_raben},
-	{"reduce_bcast", WT_COLL_ALLREDUCE, wt_sched_allreduce_reduce_bcast, 1, 0, c_ar_redbc},
-	{"oneshot", WT_COLL_ALLREDUCE, wt_sched_allreduce_oneshot, 1, 0, c_ar_oneshot},
-	{"ring", WT_COLL_ALLGATHER, wt_sched_allgather_ring, ALL, c_ag_ring},
-	{"recursive_doubling", WT_COLL_ALLGATHER, wt_sched_allgather_recdbl, 1, 0, c_ag_log},
-	{"bruck", WT_COLL_ALLGATHER, wt_sched_allgather_bruck, 1, 0, c_ag_bruck},
-	{"ring", WT_COLL_REDUCE_SCATTER, wt_sched_reduce_scatter_ring, ALL, c_rs_linear},
-	{"recursive_halving", WT_COLL_REDUCE_SCATTER, wt_sched_reduce_scatter_rechalving, 1, 0,
-	 c_rs_halving},
-	{"pairwise", WT_COLL_REDUCE_SCATTER, wt_sched_reduce_scatter_pairwise, 1, 0, c_rs_linear},
-	{"binomial", WT_COLL_BROADCAST, wt_sched_bcast_binomial, ALL, c_bc_binomial},
-	{"chain", WT_COLL_BROADCAST, wt_sched_bcast_chain, 1, 0, c_bc_chain},
-	{"binomial", WT_COLL_REDUCE, wt_sched_reduce_binomial, ALL, c_rd_binomial},
-	{"chain", WT_COLL_REDUCE, wt_sched_reduce_chain, 1, 0, c_rd_chain},
-	{"binomial", WT_COLL_GATHER, wt_sched_gather_binomial, ALL, c_tree_blocks},
-	{"binomial", WT_COLL_SCATTER, wt_sched_scatter_binomial, ALL, c_tree_blocks},
-	{"pairwise", WT_COLL_ALLTOALL, wt_sched_alltoall_pairwise, ALL, c_a2a_pairwise},
-	{"bruck", WT_COLL_ALLTOALL, wt_sched_alltoall_bruck, 1, 0, c_a2a_bruck},
-	{"pairwise", WT_COLL_ALLTOALLV, wt_sched_alltoallv_pairwise, ALL, NULL},
-	{"dissemination", WT_COLL_BARRIER, wt_sched_barrier_dissemination, ALL, c_barrier},
-	{"direct", WT_COLL_SEND, wt_sched_send_direct, ALL, NULL},
-	{"direct", WT_COLL_RECV, wt_sched_recv_direct, ALL, NULL},
+    {"recursive_doubling", WT_COLL_ALLREDUCE, wt_sched_allreduce_recdbl, 0,
+     WT_SCHED_RECDBL_MAX_BYTES, c_ar_recdbl},
+    {"ring", WT_COLL_ALLREDUCE, wt_sched_allreduce_ring, WT_SCHED_RECDBL_MAX_BYTES + 1, SIZE_MAX,
+     c_ar_ring},
+    {"rabenseifner", WT_COLL_ALLREDUCE, wt_sched_allreduce_rabenseifner, 1, 0, c_ar_raben},
+    {"reduce_bcast", WT_COLL_ALLREDUCE, wt_sched_allreduce_reduce_bcast, 1, 0, c_ar_redbc},
+    {"oneshot", WT_COLL_ALLREDUCE, wt_sched_allreduce_oneshot, 1, 0, c_ar_oneshot},
+    {"slots", WT_COLL_ALLREDUCE, wt_sched_allreduce_slots, 1, 0, c_ar_slots},
+    {"ring", WT_COLL_ALLGATHER, wt_sched_allgather_ring, ALL, c_ag_ring},
+    {"recursive_doubling", WT_COLL_ALLGATHER, wt_sched_allgather_recdbl, 1, 0, c_ag_log},
+    {"bruck", WT_COLL_ALLGATHER, wt_sched_allgather_bruck, 1, 0, c_ag_bruck},
+    {"slots", WT_COLL_ALLGATHER, wt_sched_allgather_slots, 1, 0, c_ag_slots},
+    {"ring", WT_COLL_REDUCE_SCATTER, wt_sched_reduce_scatter_ring, ALL, c_rs_linear},
+    {"recursive_halving", WT_COLL_REDUCE_SCATTER, wt_sched_reduce_scatter_rechalving, 1, 0,
+     c_rs_halving},
+    {"pairwise", WT_COLL_REDUCE_SCATTER, wt_sched_reduce_scatter_pairwise, 1, 0, c_rs_linear},
+    {"slots", WT_COLL_REDUCE_SCATTER, wt_sched_reduce_scatter_slots, 1, 0, c_rs_slots},
+    {"binomial", WT_COLL_BROADCAST, wt_sched_bcast_binomial, ALL, c_bc_binomial},
+    {"chain", WT_COLL_BROADCAST, wt_sched_bcast_chain, 1, 0, c_bc_chain},
+    {"slots", WT_COLL_BROADCAST, wt_sched_bcast_slots, 1, 0, c_bc_slots},
+    {"binomial", WT_COLL_REDUCE, wt_sched_reduce_binomial, ALL, c_rd_binomial},
+    {"chain", WT_COLL_REDUCE, wt_sched_reduce_chain, 1, 0, c_rd_chain},
+    {"slots", WT_COLL_REDUCE, wt_sched_reduce_slots, 1, 0, c_rd_slots},
+    {"binomial", WT_COLL_GATHER, wt_sched_gather_binomial, ALL, c_tree_blocks},
+    {"binomial", WT_COLL_SCATTER, wt_sched_scatter_binomial, ALL, c_tree_blocks},
+    {"pairwise", WT_COLL_ALLTOALL, wt_sched_alltoall_pairwise, ALL, c_a2a_pairwise},
+    {"bruck", WT_COLL_ALLTOALL, wt_sched_alltoall_bruck, 1, 0, c_a2a_bruck},
+    {"slots", WT_COLL_ALLTOALL, wt_sched_alltoall_slots, 1, 0, c_a2a_slots},
+    {"pairwise", WT_COLL_ALLTOALLV, wt_sched_alltoallv_pairwise, ALL, NULL},
+    {"dissemination", WT_COLL_BARRIER, wt_sched_barrier_dissemination, ALL, c_barrier},
+    {"slots", WT_COLL_BARRIER, wt_sched_barrier_slots, 1, 0, c_barrier_slots},
+    {"direct", WT_COLL_SEND, wt_sched_send_direct, ALL, NULL},
+    {"direct", WT_COLL_RECV, wt_sched_recv_direct, ALL, NULL},
 };
 #undef ALL
 
@@ -208,8 +270,8 @@ const wt_sched_algo_t *wt_sched_algo_table(size_t *n)
 }
 
 static const char *const coll_names[WT_COLL_COUNT_] = {
-	"allreduce", "allgather", "reduce_scatter", "broadcast", "reduce",    "gather",
-	"scatter",   "alltoall",  "alltoallv",      "barrier",   "send",      "recv",
+    "allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "gather",
+    "scatter",	 "alltoall",  "alltoallv",	"barrier",   "send",   "recv",
 };
 
 const char *wt_sched_coll_name(wt_sched_coll_t coll)
@@ -241,8 +303,7 @@ static const wt_sched_algo_t *find_algo(wt_sched_coll_t coll, const char *name, 
 typedef weft_status_t (*spec_fn_t)(const char *coll, size_t clen, const char *algo, size_t alen,
 				   void *arg, char *err, size_t errlen);
 
-static weft_status_t spec_walk(const char *spec, spec_fn_t fn, void *arg, char *err,
-			       size_t errlen)
+static weft_status_t spec_walk(const char *spec, spec_fn_t fn, void *arg, char *err, size_t errlen)
 {
 	const char *p = spec;
 
@@ -284,12 +345,23 @@ static int coll_of_text(const char *coll, size_t clen)
 	return -1;
 }
 
+/* "!name" forbids an algorithm instead of forcing it. */
+static int negated(const char **algo, size_t *alen)
+{
+	if (*alen == 0 || **algo != '!')
+		return 0;
+	(*algo)++;
+	(*alen)--;
+	return 1;
+}
+
 static weft_status_t check_entry(const char *coll, size_t clen, const char *algo, size_t alen,
 				 void *arg, char *err, size_t errlen)
 {
 	int found = 0;
 
 	(void)arg;
+	negated(&algo, &alen);
 	if (clen > 0) {
 		int c = coll_of_text(coll, clen);
 		if (c < 0) {
@@ -322,24 +394,43 @@ weft_status_t wt_sched_algo_spec_check(const char *spec, char *err, size_t errle
 	return spec_walk(spec, check_entry, NULL, err, errlen);
 }
 
+#define WT_SCHED_MAX_FORBID 16
+
 struct pick {
 	wt_sched_coll_t coll;
 	const wt_sched_algo_t *algo;
 	int named; /* an entry named this collective or a bare name it has */
 	char name[64];
+	/* "!name" entries for this collective: left out of the automatic choice */
+	const wt_sched_algo_t *forbid[WT_SCHED_MAX_FORBID];
+	int nforbid;
 };
+
+static int forbidden(const struct pick *pk, const wt_sched_algo_t *a)
+{
+	for (int i = 0; pk && i < pk->nforbid; i++)
+		if (pk->forbid[i] == a)
+			return 1;
+	return 0;
+}
 
 static weft_status_t pick_entry(const char *coll, size_t clen, const char *algo, size_t alen,
 				void *arg, char *err, size_t errlen)
 {
 	struct pick *pk = arg;
 	const wt_sched_algo_t *a;
+	int neg = negated(&algo, &alen);
 
 	(void)err;
 	(void)errlen;
 	if (clen > 0 && coll_of_text(coll, clen) != (int)pk->coll)
 		return WEFT_OK;
 	a = find_algo(pk->coll, algo, alen);
+	if (neg) {
+		if (a != NULL && !forbidden(pk, a) && pk->nforbid < WT_SCHED_MAX_FORBID)
+			pk->forbid[pk->nforbid++] = a;
+		return WEFT_OK;
+	}
 	if (clen == 0 && a == NULL)
 		return WEFT_OK; /* a bare name other collectives have */
 	/* The last entry for a collective wins, as later settings override earlier ones. */
@@ -349,7 +440,8 @@ static weft_status_t pick_entry(const char *coll, size_t clen, const char *algo,
 	return WEFT_OK;
 }
 
-static const wt_sched_algo_t *by_cost(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+static const wt_sched_algo_t *by_cost(const wt_sched_args_t *a, const wt_sched_cost_t *c,
+				      const struct pick *pk)
 {
 	const wt_sched_algo_t *best = NULL;
 	double best_t = 0;
@@ -357,7 +449,7 @@ static const wt_sched_algo_t *by_cost(const wt_sched_args_t *a, const wt_sched_c
 	for (size_t i = 0; i < NALGOS; i++) {
 		const wt_sched_algo_t *e = &algo_table[i];
 		double t;
-		if (e->coll != a->coll)
+		if (e->coll != a->coll || forbidden(pk, e))
 			continue;
 		if (e->cost == NULL) {
 			if (best == NULL)
@@ -373,17 +465,25 @@ static const wt_sched_algo_t *by_cost(const wt_sched_args_t *a, const wt_sched_c
 	return best;
 }
 
-static const wt_sched_algo_t *by_range(const wt_sched_args_t *a)
+/* The size-range default; when a forbid leaves it out, the first other algorithm of the
+ * collective that is not forbidden either. */
+static const wt_sched_algo_t *by_range(const wt_sched_args_t *a, const struct pick *pk)
 {
 	size_t elem = wt_util_dtype_size(a->dtype);
 	size_t bytes = elem && a->count <= SIZE_MAX / elem ? a->count * elem : SIZE_MAX;
+	const wt_sched_algo_t *other = NULL;
 
 	for (size_t i = 0; i < NALGOS; i++) {
-		if (algo_table[i].coll == a->coll && bytes >= algo_table[i].min_bytes &&
-		    bytes <= algo_table[i].max_bytes)
-			return &algo_table[i];
+		const wt_sched_algo_t *e = &algo_table[i];
+
+		if (e->coll != a->coll || forbidden(pk, e))
+			continue;
+		if (bytes >= e->min_bytes && bytes <= e->max_bytes)
+			return e;
+		if (!other)
+			other = e;
 	}
-	return NULL;
+	return other;
 }
 
 weft_status_t wt_sched_algo_choose(const wt_sched_args_t *args, const char *spec,
@@ -403,7 +503,8 @@ weft_status_t wt_sched_algo_choose(const wt_sched_args_t *args, const char *spec
 			return st;
 		if (pk.named) {
 			if (pk.algo == NULL) {
-				snprintf(err, errlen, "WEFT_ALGO forces %s:%s, which does not exist",
+				snprintf(err, errlen,
+					 "WEFT_ALGO forces %s:%s, which does not exist",
 					 coll_names[args->coll], pk.name);
 				return WEFT_ERR_UNSUPPORTED;
 			}
@@ -411,9 +512,10 @@ weft_status_t wt_sched_algo_choose(const wt_sched_args_t *args, const char *spec
 			return WEFT_OK;
 		}
 	}
-	*out = cost != NULL ? by_cost(args, cost) : by_range(args);
+	*out = cost != NULL ? by_cost(args, cost, &pk) : by_range(args, &pk);
 	if (*out == NULL) {
-		snprintf(err, errlen, "schedule: no algorithm for %s", coll_names[args->coll]);
+		snprintf(err, errlen, "schedule: no algorithm for %s%s", coll_names[args->coll],
+			 pk.nforbid ? " that WEFT_ALGO does not forbid" : "");
 		return WEFT_ERR_UNSUPPORTED;
 	}
 	return WEFT_OK;

@@ -101,6 +101,47 @@ simulate)
 		fail "cost: exit $?"
 	grep -q 'alpha 2.000 us' "$out" || fail "--cost not applied"
 	;;
+slots)
+	# The shared-slot allreduce at 4 ranks: our turn and a SLOT_FREE per peer, one PUT, a
+	# SLOT_WAIT per peer, the sum in rank order (3 slot reads, our own term from SEND) and
+	# one release; no message at all.
+	"$ws" allreduce --algo slots --ranks 4 --rank 2 --count 2 >"$out" 2>"$err" ||
+		fail "exit $?"
+	head -1 "$out" | grep -q '^plan slots allreduce count 2' || fail "no plan header"
+	[ "$(count_type SLOT_FREE)" -eq 4 ] || fail "want 4 SLOT_FREE, got $(count_type SLOT_FREE)"
+	[ "$(count_type SLOT_PUT)" -eq 1 ] || fail "want 1 SLOT_PUT"
+	[ "$(count_type SLOT_WAIT)" -eq 3 ] || fail "want 3 SLOT_WAIT"
+	[ "$(count_type SLOT_COPY)" -eq 1 ] || fail "want 1 SLOT_COPY (rank 0's term)"
+	[ "$(count_type SLOT_REDUCE)" -eq 2 ] || fail "want 2 SLOT_REDUCE"
+	[ "$(count_type REDUCE)" -eq 1 ] || fail "want our own term as 1 REDUCE"
+	grep -qE '^ *[0-9]+: SLOT_DONE' "$out" || fail "no SLOT_DONE"
+	if grep -qE '^ *[0-9]+: (SEND|RECV)' "$out"; then fail "a slot plan sends messages"; fi
+	# Chosen by the cost model for tiny vectors when the ranks share slots, never without.
+	"$ws" allreduce --ranks 4 --count 2 --slots --cost 1.5,6,8 >"$out" 2>"$err" ||
+		fail "cost + slots: exit $?"
+	head -1 "$out" | grep -q '^plan slots ' || fail "the cost model did not pick slots"
+	"$ws" allreduce --ranks 4 --count 2 --cost 1.5,6,8 >"$out" 2>"$err" ||
+		fail "cost: exit $?"
+	if head -1 "$out" | grep -q '^plan slots '; then fail "slots picked without slots"; fi
+	"$ws" allreduce --ranks 4 --count 1M --slots --cost 1.5,6,8 >"$out" 2>"$err" ||
+		fail "large: exit $?"
+	if head -1 "$out" | grep -q '^plan slots '; then fail "slots picked for 4 MiB"; fi
+	# Graphviz: a green edge from every PUT to each SLOT_WAIT on it (4 ranks x 3 peers).
+	"$ws" allreduce --algo slots --ranks 4 --count 2 --all-ranks --dot >"$out" 2>"$err" ||
+		fail "dot: exit $?"
+	check_dot
+	[ "$(grep -c 'color=green' "$out")" -eq 12 ] || fail "want 12 slot edges"
+	# Simulated: the flags take a tenth of alpha; every rank is done after its peers' PUTs.
+	"$ws" broadcast --algo slots --ranks 8 --count 1K --cost 1,6,8 --simulate >"$out" \
+		2>"$err" || fail "simulate: exit $?"
+	grep -q '0 messages' "$out" || fail "the simulation counts messages"
+	grep -q '1 slot publications' "$out" || fail "broadcast publishes once"
+	t=$(sed -nE 's/^estimated time: ([0-9.]+) us.*/\1/p' "$out")
+	awk -v t="$t" 'BEGIN { exit !(t > 0.1 && t < 5) }' || fail "simulated $t us"
+	# Forced without slots: refused with the reason.
+	"$ws" allreduce --algo slots --ranks 4 --count 2 --slots=0 >"$out" 2>"$err"
+	[ $? -eq 2 ] || fail "--slots=0 accepted"
+	;;
 bad_args)
 	for args in "allreduce --ranks 0" "nosuchcoll" "allreduce --dtype float7" \
 		"allreduce --op median" "allreduce --algo nosuch" "allreduce --count 12Q" \

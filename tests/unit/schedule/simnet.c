@@ -1,6 +1,9 @@
 /* A simulated network for schedule tests (tests/unit/schedule). Each send is read from
  * its buffer at a random moment after it was posted (as a rendezvous transfer would),
- * and completions run in random order, only from simnet_step: never inside a post. */
+ * and completions run in random order, only from simnet_step: never inside a post.
+ * With slots enabled every rank has a region of shared memory (plain heap here, as all
+ * ranks live in this process); a posted wait is checked at a random moment after any rank
+ * signals a store (slot_wake), as a sleeper woken by a doorbell would. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,9 +15,9 @@
 #include "lib/util/dtype.h"
 #include "tests/unit/schedule/simnet.h"
 
-enum { K_SEND, K_RECV };
+enum { K_SEND, K_RECV, K_WAIT };
 enum { S_LIVE, S_DONE, S_CANCELLED };
-enum { A_READ, A_SEND_DONE, A_DELIVER, A_RECV_DONE };
+enum { A_READ, A_SEND_DONE, A_DELIVER, A_RECV_DONE, A_CHECK };
 
 #define SIM_BUCKETS 4096
 
@@ -30,6 +33,8 @@ typedef struct simop {
 	wt_sched_net_done_fn_t cb;
 	void *arg;
 	int read, delivered;
+	const _Atomic uint64_t *word; /* K_WAIT: done once *word >= value */
+	uint64_t value;
 	uint8_t *payload;
 	struct simop *match;
 	struct simop *chain; /* unmatched ops by key */
@@ -44,9 +49,11 @@ typedef struct {
 	simnet_t *sim;
 	int rank;
 	wt_sched_net_t net;
-	size_t posts, deliveries, callbacks;
-	long fail_post_at, fail_recv_at;
-	weft_status_t fail_post_st, fail_recv_st;
+	size_t posts, deliveries, callbacks, checks;
+	long fail_post_at, fail_recv_at, fail_wait_at;
+	weft_status_t fail_post_st, fail_recv_st, fail_wait_st;
+	uint64_t slot_seq; /* the last slot call this rank started */
+	size_t wakes;
 } simrank_t;
 
 struct simnet {
@@ -58,6 +65,9 @@ struct simnet {
 	simact_t *acts;
 	size_t nacts, capacts;
 	simop_t *buckets[SIM_BUCKETS];
+	/* slots: one region per rank */
+	void **regions;
+	size_t region_bytes;
 };
 
 uint64_t simnet_rand(uint64_t *x)
@@ -137,7 +147,7 @@ static simop_t *new_op(simrank_t *r, int kind, int peer, uint64_t tag, size_t le
 	simop_t *op = calloc(1, sizeof(*op));
 
 	assert_non_null(op);
-	assert_true(peer >= 0 && peer < s->n && peer != r->rank);
+	assert_true(peer >= 0 && peer < s->n && (peer != r->rank || kind == K_WAIT));
 	assert_non_null(cb);
 	op->kind = kind;
 	op->src = kind == K_SEND ? r->rank : peer;
@@ -202,6 +212,50 @@ static weft_status_t sim_post_recv(void *ctx, int peer, uint64_t tag, void *buf,
 	return WEFT_OK;
 }
 
+static weft_status_t sim_slots(void *ctx, wt_sched_slots_t *out)
+{
+	simrank_t *r = ctx;
+	simnet_t *s = r->sim;
+
+	assert_non_null(s->regions);
+	out->seq = ++r->slot_seq;
+	out->region = s->regions;
+	out->region_bytes = s->region_bytes;
+	return WEFT_OK;
+}
+
+static weft_status_t sim_post_wait(void *ctx, int peer, const _Atomic uint64_t *word,
+				   uint64_t value, wt_sched_net_done_fn_t cb, void *arg,
+				   void **handle)
+{
+	simrank_t *r = ctx;
+	weft_status_t st;
+	simop_t *op;
+
+	if (post_fails(r, &st))
+		return st;
+	assert_non_null(word);
+	/* The executor posts only what it found unmet, and nothing changed since. */
+	assert_true(atomic_load(word) < value);
+	op = new_op(r, K_WAIT, peer, 0, 0, cb, arg);
+	op->word = word;
+	op->value = value;
+	*handle = op;
+	return WEFT_OK;
+}
+
+/* Every live wait gets a check at a random later moment. */
+static void sim_slot_wake(void *ctx)
+{
+	simrank_t *r = ctx;
+	simnet_t *s = r->sim;
+
+	r->wakes++;
+	for (size_t i = 0; i < s->nops; i++)
+		if (s->ops[i]->kind == K_WAIT && s->ops[i]->state == S_LIVE)
+			add_act(s, s->ops[i], A_CHECK);
+}
+
 static void sim_cancel(void *ctx, void *handle)
 {
 	simrank_t *r = ctx;
@@ -211,7 +265,7 @@ static void sim_cancel(void *ctx, void *handle)
 	assert_int_equal(op->kind == K_SEND ? op->src : op->dst, r->rank);
 	assert_int_equal(op->state, S_LIVE);
 	op->state = S_CANCELLED;
-	if (op->match)
+	if (op->match || op->kind == K_WAIT)
 		return;
 	pp = &r->sim->buckets[key_bucket(op->src, op->dst, op->tag)];
 	while (*pp && *pp != op)
@@ -238,6 +292,7 @@ simnet_t *simnet_new(int nranks, uint64_t seed)
 		r->rank = i;
 		r->fail_post_at = -1;
 		r->fail_recv_at = -1;
+		r->fail_wait_at = -1;
 		r->net = (wt_sched_net_t){r, sim_post_send, sim_post_recv, sim_cancel};
 	}
 	return s;
@@ -254,6 +309,9 @@ void simnet_free(simnet_t *s)
 	free(s->ops);
 	free(s->acts);
 	free(s->ranks);
+	for (int i = 0; s->regions && i < s->n; i++)
+		free(s->regions[i]);
+	free(s->regions);
 	free(s);
 }
 
@@ -262,9 +320,50 @@ const wt_sched_net_t *simnet_net(simnet_t *s, int rank)
 	return &s->ranks[rank].net;
 }
 
+void simnet_enable_slots(simnet_t *s, size_t region_bytes, uint64_t base)
+{
+	s->regions = calloc((size_t)s->n, sizeof(*s->regions));
+	assert_non_null(s->regions);
+	s->region_bytes = region_bytes;
+	for (int i = 0; i < s->n; i++) {
+		simrank_t *r = &s->ranks[i];
+
+		s->regions[i] = aligned_alloc(64, region_bytes);
+		assert_non_null(s->regions[i]);
+		/* Garbage where the slots are: nothing may read a slot before it is published. */
+		memset(s->regions[i], 0xdb, region_bytes);
+		wt_sched_slot_reset(s->regions[i], region_bytes, base);
+		r->slot_seq = base;
+		r->net.slots = sim_slots;
+		r->net.post_wait = sim_post_wait;
+		r->net.slot_wake = sim_slot_wake;
+	}
+}
+
+void *simnet_region(simnet_t *s, int rank)
+{
+	return s->regions ? s->regions[rank] : NULL;
+}
+
+size_t simnet_wakes(const simnet_t *s, int rank)
+{
+	return s->ranks[rank].wakes;
+}
+
+void simnet_fail_wait(simnet_t *s, int rank, int nth, weft_status_t st)
+{
+	s->ranks[rank].fail_wait_at = nth;
+	s->ranks[rank].fail_wait_st = st;
+}
+
+static int owner(const simop_t *op)
+{
+	return op->kind == K_SEND ? op->src : op->dst;
+}
+
 static void sim_complete(simnet_t *s, simop_t *op, weft_status_t st, const char *msg)
 {
-	simrank_t *r = &s->ranks[op->kind == K_SEND ? op->src : op->dst];
+	simrank_t *r = &s->ranks[owner(op)];
 
 	op->state = S_DONE;
 	r->callbacks++;
@@ -301,6 +400,23 @@ static void sim_deliver(simnet_t *s, simop_t *op)
 	add_act(s, op, A_RECV_DONE);
 }
 
+/* A wait whose word has reached its value completes; one the test chose to fail reports
+ * the failure instead (its peer died, as far as this rank can tell). */
+static void sim_check(simnet_t *s, simop_t *op)
+{
+	simrank_t *r = &s->ranks[op->dst];
+
+	if ((long)r->checks == r->fail_wait_at) {
+		r->checks++;
+		sim_complete(s, op, r->fail_wait_st, "simulated peer failure during a slot wait");
+		return;
+	}
+	if (atomic_load(op->word) < op->value)
+		return;
+	r->checks++;
+	sim_complete(s, op, WEFT_OK, NULL);
+}
+
 int simnet_step(simnet_t *s)
 {
 	while (s->nacts) {
@@ -320,6 +436,9 @@ int simnet_step(simnet_t *s)
 			break;
 		case A_DELIVER:
 			sim_deliver(s, a.op);
+			break;
+		case A_CHECK:
+			sim_check(s, a.op);
 			break;
 		}
 		return 1;
@@ -348,11 +467,6 @@ void simnet_fail_recv(simnet_t *s, int rank, int nth, weft_status_t st)
 	s->ranks[rank].fail_recv_st = st;
 }
 
-static int owner(const simop_t *op)
-{
-	return op->kind == K_SEND ? op->src : op->dst;
-}
-
 size_t simnet_live_ops(const simnet_t *s, int rank)
 {
 	size_t n = 0;
@@ -375,7 +489,7 @@ size_t simnet_live_recv_peers(const simnet_t *s, int rank, int *peers, size_t ma
 		const simop_t *op = s->ops[i];
 		size_t k;
 
-		if (op->kind != K_RECV || op->dst != rank || op->state != S_LIVE)
+		if (op->kind == K_SEND || op->dst != rank || op->src == rank || op->state != S_LIVE)
 			continue;
 		for (k = 0; k < n && peers[k] != op->src; k++)
 			;

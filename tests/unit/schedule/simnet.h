@@ -26,9 +26,18 @@ size_t simnet_run(simnet_t *s);
 void simnet_fail_post(simnet_t *s, int rank, int nth, weft_status_t st);
 void simnet_fail_recv(simnet_t *s, int rank, int nth, weft_status_t st);
 
-/* Ops of rank that are posted and neither completed nor cancelled. */
+/* Shared slots: a region of region_bytes per rank, reset to base; the ranks' networks then
+ * offer slots, waits and wakes. A wait is checked at a random moment after each wake. */
+void simnet_enable_slots(simnet_t *s, size_t region_bytes, uint64_t base);
+void *simnet_region(simnet_t *s, int rank);
+/* Number of slot_wake calls rank made. */
+size_t simnet_wakes(const simnet_t *s, int rank);
+/* rank's nth wait check (0-based) completes with st, as if the peer had failed. */
+void simnet_fail_wait(simnet_t *s, int rank, int nth, weft_status_t st);
+
+/* Ops of rank that are posted and neither completed nor cancelled (waits included). */
 size_t simnet_live_ops(const simnet_t *s, int rank);
-/* Distinct peers of rank's live receives, sorted; returns how many. */
+/* Distinct peers of rank's live receives and waits, sorted; returns how many. */
 size_t simnet_live_recv_peers(const simnet_t *s, int rank, int *peers, size_t max);
 /* Number of callbacks the simulation has run for rank's ops. */
 size_t simnet_callbacks(const simnet_t *s, int rank);

@@ -1,0 +1,299 @@
+/* One-shot collectives through shared slots (layers/schedule) for tiny messages among the
+ * ranks of one host: each rank copies its contribution into its own slot and raises a
+ * flag; every rank waits for the flags it needs and reads (or reduces) the peers' slots
+ * directly, then releases them. No message, no copy through a ring: one store and one
+ * cache-line transfer per flag. Reductions combine in rank order 0..n-1 from the slots
+ * (our own contribution too), so every rank computes the same bits in every arrival order.
+ * Serves allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall and barrier when
+ * what a rank publishes fits args->slot_bytes; chosen by the cost model (table.c) for tiny
+ * sizes, and refused (UNSUPPORTED) without slots, so the message algorithms take over. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "layers/schedule/algos/algos.h"
+#include "lib/util/dtype.h"
+
+typedef struct {
+	const wt_sched_args_t *a;
+	wt_sched_plan_t *p;
+	size_t blk;   /* count * element size */
+	int put;      /* our SLOT_PUT, -1 if none */
+	int *wait_of; /* per rank: its SLOT_WAIT (ours: the PUT) */
+} sl_t;
+
+/* Refuse args the slots cannot serve: no slots, or more to publish than a slot holds. */
+static weft_status_t sl_fits(const wt_sched_args_t *a, wt_sched_plan_t *p, size_t publish)
+{
+	if (a->slot_bytes == 0) {
+		wt_sched_fail(p, WEFT_ERR_UNSUPPORTED,
+			      "slots: the communicator has no shared slots (its ranks are not all "
+			      "on one host reached over shm)");
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	if (publish > a->slot_bytes) {
+		wt_sched_fail(p, WEFT_ERR_UNSUPPORTED,
+			      "slots: %zu bytes to publish exceed the %zu-byte slot", publish,
+			      a->slot_bytes);
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	return WEFT_OK;
+}
+
+/* One rank or nothing to move: what is left is a local copy (none in place); no slots. */
+static weft_status_t sl_local(const wt_sched_args_t *a, wt_sched_plan_t *p, size_t dst_off,
+			      size_t src_off, size_t len)
+{
+	if (!a->in_place && len)
+		wt_sched_copy(p, WT_SCHED_BUF_RECV, dst_off, WT_SCHED_BUF_SEND, src_off, len, 0,
+			      NULL);
+	return WEFT_OK;
+}
+
+static weft_status_t sl_init(sl_t *g, const wt_sched_args_t *a, wt_sched_plan_t *p)
+{
+	g->a = a;
+	g->p = p;
+	g->blk = a->count * wt_util_dtype_size(a->dtype);
+	g->put = -1;
+	g->wait_of = malloc((size_t)a->size * sizeof(*g->wait_of));
+	if (!g->wait_of) {
+		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "slots: out of memory for %d ranks", a->size);
+		return WEFT_ERR_NO_MEMORY;
+	}
+	for (int r = 0; r < a->size; r++)
+		g->wait_of[r] = -1;
+	return WEFT_OK;
+}
+
+/* Publish len bytes of src at the start of our slot. */
+static void sl_publish(sl_t *g, wt_sched_buf_t src, size_t src_off, size_t len)
+{
+	g->put = wt_sched_slot_put(g->p, src, src_off, 0, len, 0, NULL);
+}
+
+/* Wait for every peer's slot. */
+static void sl_wait_all(sl_t *g)
+{
+	const wt_sched_args_t *a = g->a;
+
+	for (int i = 1; i < a->size; i++) {
+		int q = (a->rank + i) % a->size;
+
+		g->wait_of[q] = wt_sched_slot_wait(g->p, q, 0, NULL);
+	}
+}
+
+/* dst (len bytes) = term 0 op term 1 op ... in rank order, term k being slot k at off and
+ * ours the input at own / own_off. We never read our own slot: a later call of ours may
+ * already be overwriting it (only the peers' releases guard a slot). When own is dst (in
+ * place), rank 0 starts from it as it is and the others save it to scratch first; in place
+ * every write to dst waits for the PUT, which reads the input out of it. */
+static int sl_reduce_all(sl_t *g, wt_sched_buf_t dst, size_t dst_off, size_t off, size_t len,
+			 wt_sched_buf_t own, size_t own_off)
+{
+	int me = g->a->rank, acc = -1, save = -1;
+	int aliased = own == dst && own_off == dst_off;
+
+	if (aliased && me == 0) {
+		acc = g->put;
+	} else if (aliased) {
+		wt_sched_scratch(g->p, len);
+		save = wt_sched_copy(g->p, WT_SCHED_BUF_SCRATCH, 0, own, own_off, len, 0, NULL);
+		g->wait_of[me] = save;
+		own = WT_SCHED_BUF_SCRATCH;
+		own_off = 0;
+	}
+	for (int k = acc < 0 ? 0 : 1; k < g->a->size; k++) {
+		int deps[3], nd = 0;
+
+		if (g->wait_of[k] >= 0)
+			deps[nd++] = g->wait_of[k];
+		if (acc >= 0)
+			deps[nd++] = acc;
+		else if (g->a->in_place)
+			deps[nd++] = g->put; /* the PUT reads an in-place input out of dst */
+		if (acc < 0 && save >= 0 && k != me)
+			deps[nd++] = save;
+		if (k == me && acc < 0)
+			acc = wt_sched_copy(g->p, dst, dst_off, own, own_off, len, nd, deps);
+		else if (k == me)
+			acc = wt_sched_reduce(g->p, dst, dst_off, own, own_off, len, nd, deps);
+		else if (acc < 0)
+			acc = wt_sched_slot_copy(g->p, dst, dst_off, k, off, len, nd, deps);
+		else
+			acc = wt_sched_slot_reduce(g->p, dst, dst_off, k, off, len, nd, deps);
+	}
+	return acc;
+}
+
+static weft_status_t sl_finish(sl_t *g, int acc, size_t div_len)
+{
+	if (g->a->op == WEFT_AVG && div_len && acc >= 0)
+		wt_sched_div(g->p, WT_SCHED_BUF_RECV, 0, div_len, 1, &acc);
+	wt_sched_slot_done(g->p);
+	free(g->wait_of);
+	return WEFT_OK;
+}
+
+weft_status_t wt_sched_allreduce_slots(const wt_sched_args_t *a, wt_sched_plan_t *p)
+{
+	sl_t g;
+	size_t bytes = a->count * wt_util_dtype_size(a->dtype);
+
+	if (a->size == 1 || a->count == 0)
+		return wt_sched_allreduce_local(a, p);
+	if (sl_fits(a, p, bytes))
+		return WEFT_ERR_UNSUPPORTED;
+	if (sl_init(&g, a, p))
+		return WEFT_ERR_NO_MEMORY;
+	wt_sched_buf_t in = a->in_place ? WT_SCHED_BUF_RECV : WT_SCHED_BUF_SEND;
+
+	sl_publish(&g, in, 0, bytes);
+	sl_wait_all(&g);
+	return sl_finish(&g, sl_reduce_all(&g, WT_SCHED_BUF_RECV, 0, 0, bytes, in, 0), bytes);
+}
+
+/* Our block goes out of SEND (in place: our block of RECV) and every peer's block comes
+ * straight from its slot. */
+weft_status_t wt_sched_allgather_slots(const wt_sched_args_t *a, wt_sched_plan_t *p)
+{
+	sl_t g;
+	size_t blk = a->count * wt_util_dtype_size(a->dtype), mine;
+
+	mine = (size_t)a->rank * blk;
+	if (blk == 0 || a->size == 1)
+		return sl_local(a, p, mine, 0, blk);
+	if (sl_fits(a, p, blk))
+		return WEFT_ERR_UNSUPPORTED;
+	if (sl_init(&g, a, p))
+		return WEFT_ERR_NO_MEMORY;
+	sl_publish(&g, a->in_place ? WT_SCHED_BUF_RECV : WT_SCHED_BUF_SEND, a->in_place ? mine : 0,
+		   blk);
+	sl_wait_all(&g);
+	for (int q = 0; q < a->size; q++) {
+		if (q != a->rank)
+			wt_sched_slot_copy(p, WT_SCHED_BUF_RECV, (size_t)q * blk, q, 0, blk, 1,
+					   &g.wait_of[q]);
+		else if (!a->in_place)
+			wt_sched_copy(p, WT_SCHED_BUF_RECV, mine, WT_SCHED_BUF_SEND, 0, blk, 0,
+				      NULL);
+	}
+	return sl_finish(&g, -1, 0);
+}
+
+/* Every rank publishes its whole input; block r is reduced by rank r from every slot in
+ * rank order. In place RECV is our block of SEND, read by the PUT before it is written. */
+weft_status_t wt_sched_reduce_scatter_slots(const wt_sched_args_t *a, wt_sched_plan_t *p)
+{
+	sl_t g;
+	size_t blk = a->count * wt_util_dtype_size(a->dtype), mine;
+
+	if (blk == 0 || a->size == 1)
+		return sl_local(a, p, 0, 0, blk);
+	if (sl_fits(a, p, blk * (size_t)a->size))
+		return WEFT_ERR_UNSUPPORTED;
+	if (sl_init(&g, a, p))
+		return WEFT_ERR_NO_MEMORY;
+	mine = (size_t)a->rank * blk;
+	sl_publish(&g, WT_SCHED_BUF_SEND, 0, blk * (size_t)a->size);
+	sl_wait_all(&g);
+	/* in place RECV is our block of SEND: the same bytes, named as RECV */
+	return sl_finish(&g,
+			 sl_reduce_all(&g, WT_SCHED_BUF_RECV, 0, mine, blk,
+				       a->in_place ? WT_SCHED_BUF_RECV : WT_SCHED_BUF_SEND,
+				       a->in_place ? 0 : mine),
+			 blk);
+}
+
+/* The root publishes its buffer; the others copy it out of the root's slot. */
+weft_status_t wt_sched_bcast_slots(const wt_sched_args_t *a, wt_sched_plan_t *p)
+{
+	sl_t g;
+	size_t bytes = a->count * wt_util_dtype_size(a->dtype);
+
+	if (a->size == 1 || bytes == 0)
+		return WEFT_OK;
+	if (sl_fits(a, p, bytes))
+		return WEFT_ERR_UNSUPPORTED;
+	if (sl_init(&g, a, p))
+		return WEFT_ERR_NO_MEMORY;
+	if (a->rank == a->root) {
+		sl_publish(&g, WT_SCHED_BUF_SEND, 0, bytes);
+	} else {
+		g.wait_of[a->root] = wt_sched_slot_wait(p, a->root, 0, NULL);
+		wt_sched_slot_copy(p, WT_SCHED_BUF_RECV, 0, a->root, 0, bytes, 1,
+				   &g.wait_of[a->root]);
+	}
+	return sl_finish(&g, -1, 0);
+}
+
+/* Everyone publishes; the root alone reduces, in rank order. */
+weft_status_t wt_sched_reduce_slots(const wt_sched_args_t *a, wt_sched_plan_t *p)
+{
+	sl_t g;
+	size_t bytes = a->count * wt_util_dtype_size(a->dtype);
+	int acc = -1;
+
+	if (a->size == 1 || bytes == 0)
+		return sl_local(a, p, 0, 0, a->size == 1 ? bytes : 0);
+	if (sl_fits(a, p, bytes))
+		return WEFT_ERR_UNSUPPORTED;
+	if (sl_init(&g, a, p))
+		return WEFT_ERR_NO_MEMORY;
+	/* in place is the root's form only: RECV is 0 bytes elsewhere */
+	wt_sched_buf_t in =
+	    a->in_place && a->rank == a->root ? WT_SCHED_BUF_RECV : WT_SCHED_BUF_SEND;
+
+	sl_publish(&g, in, 0, bytes);
+	if (a->rank == a->root) {
+		sl_wait_all(&g);
+		acc = sl_reduce_all(&g, WT_SCHED_BUF_RECV, 0, 0, bytes, in, 0);
+	}
+	return sl_finish(&g, acc, a->rank == a->root ? bytes : 0);
+}
+
+/* Every rank publishes its whole send buffer; block q of ours comes from rank q's slot at
+ * our block. In place (SEND == RECV) the PUT reads everything before any block is written
+ * and our own block stays where it is. */
+weft_status_t wt_sched_alltoall_slots(const wt_sched_args_t *a, wt_sched_plan_t *p)
+{
+	sl_t g;
+	size_t blk = a->count * wt_util_dtype_size(a->dtype), mine;
+
+	mine = (size_t)a->rank * blk;
+	if (blk == 0 || a->size == 1)
+		return sl_local(a, p, mine, mine, blk);
+	if (sl_fits(a, p, blk * (size_t)a->size))
+		return WEFT_ERR_UNSUPPORTED;
+	if (sl_init(&g, a, p))
+		return WEFT_ERR_NO_MEMORY;
+	sl_publish(&g, WT_SCHED_BUF_SEND, 0, blk * (size_t)a->size);
+	sl_wait_all(&g);
+	for (int q = 0; q < a->size; q++) {
+		int deps[2] = {g.wait_of[q], g.put};
+
+		if (q != a->rank)
+			wt_sched_slot_copy(p, WT_SCHED_BUF_RECV, (size_t)q * blk, q, mine, blk, 2,
+					   deps);
+		else if (!a->in_place)
+			wt_sched_copy(p, WT_SCHED_BUF_RECV, mine, WT_SCHED_BUF_SEND, mine, blk, 0,
+				      NULL);
+	}
+	return sl_finish(&g, -1, 0);
+}
+
+/* A flag each, nothing else: everyone has arrived once every peer's flag is up. */
+weft_status_t wt_sched_barrier_slots(const wt_sched_args_t *a, wt_sched_plan_t *p)
+{
+	sl_t g;
+
+	if (a->size == 1)
+		return WEFT_OK;
+	if (sl_fits(a, p, 0))
+		return WEFT_ERR_UNSUPPORTED;
+	if (sl_init(&g, a, p))
+		return WEFT_ERR_NO_MEMORY;
+	sl_publish(&g, WT_SCHED_BUF_SEND, 0, 0);
+	sl_wait_all(&g);
+	return sl_finish(&g, -1, 0);
+}

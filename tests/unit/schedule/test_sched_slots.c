@@ -1,0 +1,851 @@
+/* The shared-slot algorithms on the simulated network with slot regions (tests/unit/schedule):
+ * every collective they serve at rank counts 1..13 and 33, edge counts, every dtype and op,
+ * in place or not, roots, random orders, results exact; consecutive calls in flight at once
+ * (the four slots per rank serve calls in turn, and a rank must not overwrite a slot a slow peer
+ * still reads); a peer failing during a wait; cancellation; the plan checks that refuse broken slot
+ * plans; and selection by the cost model and WEFT_ALGO. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "layers/schedule/exec.h"
+#include "layers/schedule/plan.h"
+#include "lib/util/dtype.h"
+#include "tests/unit/schedule/schedtest.h"
+#include "tests/unit/schedule/simnet.h"
+
+#define REGION ((size_t)64 * 1024)
+#define MAX_CALLS 12
+#define TAG(k) ((uint64_t)(0x300 + (k)) << WT_SCHED_TAG_MSG_BITS)
+
+typedef struct {
+	wt_sched_coll_t coll;
+	int n;
+	size_t count;
+	weft_dtype_t dt;
+	weft_op_t op;
+	int root;
+	int in_place;
+	uint64_t seed;
+	const char *algo; /* "slots" unless a test mixes in a message algorithm */
+	int call;	  /* which call of a sequence: inputs differ per call */
+} cfg_t;
+
+static const weft_dtype_t dtypes[] = {WEFT_INT8,    WEFT_UINT8,	 WEFT_INT32,   WEFT_UINT32,
+				      WEFT_INT64,   WEFT_UINT64, WEFT_FLOAT16, WEFT_BFLOAT16,
+				      WEFT_FLOAT32, WEFT_FLOAT64};
+static const weft_op_t ops[] = {WEFT_SUM, WEFT_PROD, WEFT_MIN, WEFT_MAX, WEFT_AVG};
+static const wt_sched_coll_t colls[] = {
+    WT_COLL_ALLREDUCE, WT_COLL_ALLGATHER, WT_COLL_REDUCE_SCATTER, WT_COLL_BROADCAST,
+    WT_COLL_REDUCE,    WT_COLL_ALLTOALL,  WT_COLL_BARRIER};
+#define NCOLLS (sizeof(colls) / sizeof(colls[0]))
+
+/* The input function of st_reduce_ref has no room for the call number: it is set here. */
+static int cur_call;
+
+static int64_t input(int r, size_t i, weft_op_t op, weft_dtype_t dt)
+{
+	return st_exact_input(st_hash((uint64_t)(r + 1) * 1000003u + (uint64_t)cur_call, i), r, i,
+			      op, dt);
+}
+
+static int is_reduction(wt_sched_coll_t c)
+{
+	return c == WT_COLL_ALLREDUCE || c == WT_COLL_REDUCE_SCATTER || c == WT_COLL_REDUCE;
+}
+
+static size_t es_of(const cfg_t *c)
+{
+	return wt_util_dtype_size(c->dt);
+}
+
+static size_t in_elems(const cfg_t *c, int r)
+{
+	switch (c->coll) {
+	case WT_COLL_REDUCE_SCATTER:
+	case WT_COLL_ALLTOALL:
+		return c->count * (size_t)c->n;
+	case WT_COLL_BARRIER:
+		return 0;
+	case WT_COLL_BROADCAST:
+		return r == c->root ? c->count : 0;
+	default:
+		return c->count;
+	}
+}
+
+static size_t out_elems(const cfg_t *c, int r)
+{
+	switch (c->coll) {
+	case WT_COLL_ALLGATHER:
+	case WT_COLL_ALLTOALL:
+		return c->count * (size_t)c->n;
+	case WT_COLL_BARRIER:
+		return 0;
+	case WT_COLL_REDUCE:
+		return r == c->root ? c->count : 0;
+	default:
+		return c->count;
+	}
+}
+
+static void store_input(const cfg_t *c, uint8_t *buf, int r, size_t elems)
+{
+	for (size_t i = 0; i < elems; i++)
+		st_store(buf + i * es_of(c), c->dt, input(r, i, c->op, c->dt));
+}
+
+/* Rank r's expected output, call cur_call. */
+static void reference(const cfg_t *c, int r, uint8_t *out)
+{
+	size_t es = es_of(c), n = out_elems(c, r);
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *o = out + i * es;
+
+		switch (c->coll) {
+		case WT_COLL_ALLREDUCE:
+		case WT_COLL_REDUCE:
+			st_reduce_ref(input, c->n, i, c->op, c->dt, o);
+			break;
+		case WT_COLL_REDUCE_SCATTER:
+			st_reduce_ref(input, c->n, (size_t)r * c->count + i, c->op, c->dt, o);
+			break;
+		case WT_COLL_ALLGATHER:
+			st_store(o, c->dt, input((int)(i / c->count), i % c->count, c->op, c->dt));
+			break;
+		case WT_COLL_BROADCAST:
+			st_store(o, c->dt, input(c->root, i, c->op, c->dt));
+			break;
+		case WT_COLL_ALLTOALL:
+			st_store(o, c->dt,
+				 input((int)(i / c->count), (size_t)r * c->count + i % c->count,
+				       c->op, c->dt));
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* One rank's buffers for one call. In place there is one user buffer: allgather's input is
+ * our block of RECV, reduce-scatter's RECV is our block of SEND, broadcast always shares. */
+typedef struct {
+	uint8_t *user;
+	size_t user_bytes;
+	uint8_t *send, *recv;
+	uint8_t *orig; /* the input as given, to check SEND is kept */
+	size_t in_bytes;
+} rbuf_t;
+
+static int in_place_of(const cfg_t *c, int r)
+{
+	if (c->coll == WT_COLL_BROADCAST)
+		return 1;
+	if (c->coll == WT_COLL_REDUCE)
+		return c->in_place && r == c->root;
+	if (c->coll == WT_COLL_BARRIER)
+		return 0;
+	return c->in_place;
+}
+
+static void setup(const cfg_t *c, int r, rbuf_t *b)
+{
+	size_t es = es_of(c), in = in_elems(c, r) * es, out = out_elems(c, r) * es;
+	size_t blk = c->count * es;
+	int ip = in_place_of(c, r);
+
+	cur_call = c->call;
+	b->in_bytes = in;
+	b->user_bytes = (ip ? (in > out ? in : out) : in + out) + 1;
+	b->user = st_alloc(b->user_bytes);
+	memset(b->user, 0xa5, b->user_bytes);
+	b->orig = st_alloc(in + 1);
+	if (!ip) {
+		b->send = b->user;
+		b->recv = b->user + in;
+	} else if (c->coll == WT_COLL_ALLGATHER) {
+		b->recv = b->user;
+		b->send = b->user + (size_t)r * blk;
+	} else if (c->coll == WT_COLL_REDUCE_SCATTER) {
+		b->send = b->user;
+		b->recv = b->user + (size_t)r * blk;
+	} else {
+		b->send = b->recv = b->user;
+	}
+	if (c->coll == WT_COLL_BROADCAST && r != c->root) {
+		b->in_bytes = 0;
+	} else if (c->coll == WT_COLL_ALLGATHER && ip) {
+		/* the input sits at our block of RECV */
+		store_input(c, b->send, r, c->count);
+		b->in_bytes = 0;
+	} else {
+		store_input(c, b->send, r, in_elems(c, r));
+	}
+	if (b->in_bytes)
+		memcpy(b->orig, b->send, b->in_bytes);
+	if (c->coll == WT_COLL_REDUCE && r != c->root)
+		b->recv = NULL;
+	if (c->coll == WT_COLL_BARRIER)
+		b->send = b->recv = b->user;
+}
+
+static void check_rank(const cfg_t *c, int r, const rbuf_t *b, const char *name)
+{
+	size_t es = es_of(c), out = out_elems(c, r) * es;
+	uint8_t *want = st_alloc(out + 1);
+
+	cur_call = c->call;
+	reference(c, r, want);
+	if (out)
+		st_check_bytes(name, r, "RECV", b->recv, want, out, es);
+	if (!in_place_of(c, r) && b->in_bytes)
+		st_check_bytes(name, r, "SEND (must be kept)", b->send, b->orig, b->in_bytes, es);
+	free(want);
+}
+
+static void free_rbuf(rbuf_t *b)
+{
+	free(b->user);
+	free(b->orig);
+}
+
+static wt_sched_args_t args_of(const cfg_t *c, int r)
+{
+	wt_sched_args_t a = st_args(c->coll, c->count, c->dt, c->op, r, c->n, c->in_place, 0);
+
+	a.root = c->root;
+	a.slot_bytes = wt_sched_slot_capacity(REGION);
+	if (c->coll == WT_COLL_BROADCAST)
+		a.in_place = 1;
+	if (c->coll == WT_COLL_BARRIER)
+		a.in_place = 0;
+	if (c->coll == WT_COLL_REDUCE)
+		a.in_place = in_place_of(c, r);
+	return a;
+}
+
+static void cfg_name(const cfg_t *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s:%s n=%d count=%zu %s %s root=%d in_place=%d call=%d seed=%llu",
+		 wt_sched_coll_name(c->coll), c->algo ? c->algo : "slots", c->n, c->count,
+		 wt_util_dtype_name(c->dt), wt_util_op_name(c->op), c->root, c->in_place, c->call,
+		 (unsigned long long)c->seed);
+}
+
+static const wt_sched_algo_t *algo_of(const cfg_t *c)
+{
+	wt_sched_args_t a = args_of(c, 0);
+	const wt_sched_algo_t *algo = wt_sched_algo_select(&a, c->algo ? c->algo : "slots");
+
+	assert_non_null(algo);
+	return algo;
+}
+
+/* One collective on every rank, started in a random order, run to the end. */
+static void run_one(const cfg_t *c)
+{
+	st_execs_t x = {.n = c->n, .sim = simnet_new(c->n, c->seed)};
+	const wt_sched_algo_t *algo = algo_of(c);
+	rbuf_t b[ST_MAX_RANKS];
+	int order[ST_MAX_RANKS];
+	uint64_t rng = c->seed * 7 + 3;
+	char name[256];
+
+	cfg_name(c, name, sizeof(name));
+	simnet_enable_slots(x.sim, REGION, 1000 + c->seed);
+	for (int r = 0; r < c->n; r++) {
+		wt_sched_args_t a = args_of(c, r);
+
+		setup(c, r, &b[r]);
+		st_build(&a, algo, name, &x.plan[r]);
+	}
+	st_random_order(order, c->n, &rng);
+	for (int k = 0; k < c->n; k++) {
+		int r = order[k];
+
+		st_start(&x, r, TAG(0), b[r].send, b[r].recv);
+		/* let the network run a little between starts */
+		for (uint64_t s = simnet_rand(&rng) % 4; s > 0 && simnet_step(x.sim); s--)
+			;
+	}
+	st_run_checked(&x, &rng, 7, 0);
+	for (int r = 0; r < c->n; r++) {
+		st_check_done(&x, r, name);
+		check_rank(c, r, &b[r], name);
+		st_release(&x, r, 1);
+		free_rbuf(&b[r]);
+	}
+	simnet_free(x.sim);
+}
+
+static int roots_of(int n, int *roots)
+{
+	int k = 0;
+
+	roots[k++] = 0;
+	if (n > 1)
+		roots[k++] = n - 1;
+	if (n > 2)
+		roots[k++] = n / 2;
+	return k;
+}
+
+/* Every collective, rank counts 1..13 and 33, counts 0, 1, 7, 37, in place or not, each
+ * root. */
+static void test_colls_ranks_counts(void **state)
+{
+	static const size_t counts[] = {0, 1, 7, 37};
+	static const int ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 33};
+	uint64_t seed = 1;
+
+	(void)state;
+	for (size_t ci = 0; ci < NCOLLS; ci++)
+		for (size_t ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++)
+			for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+				for (int ip = 0; ip < 2; ip++) {
+					int roots[3], nr = roots_of(ns[ni], roots);
+
+					for (int ri = 0; ri < nr; ri++) {
+						cfg_t c = {.coll = colls[ci],
+							   .n = ns[ni],
+							   .count = counts[k],
+							   .dt = WEFT_INT32,
+							   .op = WEFT_SUM,
+							   .root = roots[ri],
+							   .in_place = ip,
+							   .seed = seed++};
+
+						run_one(&c);
+					}
+				}
+}
+
+/* Every dtype and op of the reductions (and every dtype of the others) at 2, 3, 4, 8. */
+static void test_dtypes_ops(void **state)
+{
+	static const int ns[] = {2, 3, 4, 8};
+	uint64_t seed = 5000;
+
+	(void)state;
+	for (size_t ci = 0; ci < NCOLLS; ci++)
+		for (size_t di = 0; di < sizeof(dtypes) / sizeof(dtypes[0]); di++)
+			for (size_t oi = 0; oi < sizeof(ops) / sizeof(ops[0]); oi++)
+				for (size_t ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+					cfg_t c = {.coll = colls[ci],
+						   .n = ns[ni],
+						   .count = 19,
+						   .dt = dtypes[di],
+						   .op = ops[oi],
+						   .root = (int)(seed % (uint64_t)ns[ni]),
+						   .in_place = (int)(seed & 1),
+						   .seed = seed++};
+
+					if (!is_reduction(colls[ci]) && oi > 0)
+						continue;
+					run_one(&c);
+				}
+}
+
+/* The largest vectors a slot holds. */
+static void test_full_slot(void **state)
+{
+	size_t cap = wt_sched_slot_capacity(REGION);
+	uint64_t seed = 9000;
+
+	(void)state;
+	for (size_t ci = 0; ci < NCOLLS; ci++)
+		for (int n = 2; n <= 4; n++) {
+			int many =
+			    colls[ci] == WT_COLL_REDUCE_SCATTER || colls[ci] == WT_COLL_ALLTOALL;
+			cfg_t c = {.coll = colls[ci],
+				   .n = n,
+				   .count = cap / 4 / (many ? (size_t)n : 1),
+				   .dt = WEFT_FLOAT32,
+				   .op = WEFT_SUM,
+				   .root = n - 1,
+				   .in_place = n & 1,
+				   .seed = seed++};
+
+			run_one(&c);
+		}
+}
+
+/* ---- consecutive calls ---- */
+
+/* Calls 0..ncalls-1 of cfgs[k] on every rank, each rank starting its calls in order but
+ * all of them at once and interleaved with the other ranks' starts and the network's
+ * events: with only four slots per rank, a call must wait for the peers to release the slot
+ * four slot calls back before it publishes. */
+static void run_sequence(const cfg_t *cfgs, int ncalls, int n, uint64_t seed)
+{
+	simnet_t *sim = simnet_new(n, seed);
+	wt_sched_plan_t *plan[MAX_CALLS][ST_MAX_RANKS];
+	wt_sched_exec_t *ex[MAX_CALLS][ST_MAX_RANKS];
+	st_done_t done[MAX_CALLS][ST_MAX_RANKS];
+	rbuf_t b[MAX_CALLS][ST_MAX_RANKS];
+	int next[ST_MAX_RANKS] = {0}, left = ncalls * n;
+	uint64_t rng = seed * 31 + 1;
+	char name[256];
+
+	memset(done, 0, sizeof(done));
+	simnet_enable_slots(sim, REGION, 77);
+	for (int k = 0; k < ncalls; k++)
+		for (int r = 0; r < n; r++) {
+			wt_sched_args_t a = args_of(&cfgs[k], r);
+
+			cfg_name(&cfgs[k], name, sizeof(name));
+			setup(&cfgs[k], r, &b[k][r]);
+			st_build(&a, algo_of(&cfgs[k]), name, &plan[k][r]);
+		}
+	while (left > 0) {
+		int r = (int)(simnet_rand(&rng) % (uint64_t)n);
+		int k = next[r];
+
+		if (k < ncalls) {
+			assert_int_equal(wt_sched_exec_start(plan[k][r], simnet_net(sim, r), TAG(k),
+							     b[k][r].send, b[k][r].recv, st_on_done,
+							     &done[k][r], &ex[k][r]),
+					 WEFT_OK);
+			next[r]++;
+			left--;
+		}
+		for (uint64_t s = simnet_rand(&rng) % 6; s > 0 && simnet_step(sim); s--)
+			;
+	}
+	simnet_run(sim);
+	for (int k = 0; k < ncalls; k++)
+		for (int r = 0; r < n; r++) {
+			cfg_name(&cfgs[k], name, sizeof(name));
+			if (done[k][r].calls != 1 || done[k][r].st != WEFT_OK)
+				fail_msg("%s: rank %d done %d times, status %d (deadlock?)", name,
+					 r, done[k][r].calls, (int)wt_sched_exec_status(ex[k][r]));
+			check_rank(&cfgs[k], r, &b[k][r], name);
+			wt_sched_exec_free(ex[k][r]);
+			wt_sched_plan_unref(plan[k][r]);
+			free_rbuf(&b[k][r]);
+		}
+	for (int r = 0; r < n; r++)
+		assert_int_equal(simnet_live_ops(sim, r), 0);
+	simnet_free(sim);
+}
+
+static void test_consecutive_calls(void **state)
+{
+	uint64_t seed = 20000;
+
+	(void)state;
+	for (int n = 2; n <= 9; n++)
+		for (int rep = 0; rep < 6; rep++) {
+			cfg_t cfgs[MAX_CALLS];
+
+			for (int k = 0; k < MAX_CALLS; k++) {
+				cfg_t c = {.coll = colls[(seed + (uint64_t)k * 3) % NCOLLS],
+					   .n = n,
+					   .count = 1 + (seed + (uint64_t)k) % 9,
+					   .dt = WEFT_INT32,
+					   .op = ops[(seed + (uint64_t)k) % 5],
+					   .root = (int)((seed + (uint64_t)k) % (uint64_t)n),
+					   .in_place = (int)((seed >> 1) + (uint64_t)k) & 1,
+					   .seed = seed,
+					   .call = k};
+
+				/* every fourth call takes the message path: slot numbering must
+				 * only count slot calls */
+				if (k % 4 == 3 && c.coll == WT_COLL_ALLREDUCE)
+					c.algo = "recursive_doubling";
+				cfgs[k] = c;
+			}
+			run_sequence(cfgs, MAX_CALLS, n, seed++);
+		}
+}
+
+/* The same allreduce shape over and over (the common loop), in place and not. */
+static void test_same_call_repeated(void **state)
+{
+	uint64_t seed = 30000;
+
+	(void)state;
+	for (int n = 2; n <= 8; n++)
+		for (int ip = 0; ip < 2; ip++) {
+			cfg_t cfgs[MAX_CALLS];
+
+			for (int k = 0; k < MAX_CALLS; k++)
+				cfgs[k] = (cfg_t){.coll = WT_COLL_ALLREDUCE,
+						  .n = n,
+						  .count = 2,
+						  .dt = WEFT_FLOAT32,
+						  .op = WEFT_SUM,
+						  .in_place = ip,
+						  .seed = seed,
+						  .call = k};
+			run_sequence(cfgs, MAX_CALLS, n, seed++);
+		}
+}
+
+/* ---- failures ---- */
+
+/* A peer failing while a rank waits for its slot fails that rank's execution with the
+ * error, names the wait and leaves nothing posted; the others are cancelled cleanly. */
+static void test_wait_failure(void **state)
+{
+	(void)state;
+	for (int n = 2; n <= 5; n++)
+		for (int victim = 0; victim < n; victim++) {
+			cfg_t c = {.coll = WT_COLL_ALLREDUCE,
+				   .n = n,
+				   .count = 3,
+				   .dt = WEFT_INT32,
+				   .op = WEFT_SUM,
+				   .seed = (uint64_t)(n * 10 + victim)};
+			st_execs_t x = {.n = n, .sim = simnet_new(n, c.seed)};
+			const wt_sched_algo_t *algo = algo_of(&c);
+			rbuf_t b[ST_MAX_RANKS];
+			char name[256];
+
+			cfg_name(&c, name, sizeof(name));
+			simnet_enable_slots(x.sim, REGION, 5);
+			simnet_fail_wait(x.sim, victim, 0, WEFT_ERR_PEER_FAILED);
+			for (int r = 0; r < n; r++) {
+				wt_sched_args_t a = args_of(&c, r);
+
+				setup(&c, r, &b[r]);
+				st_build(&a, algo, name, &x.plan[r]);
+			}
+			/* the victim starts first, so it must wait for everyone */
+			st_start(&x, victim, TAG(0), b[victim].send, b[victim].recv);
+			for (int r = 0; r < n; r++)
+				if (r != victim)
+					st_start(&x, r, TAG(0), b[r].send, b[r].recv);
+			simnet_run(x.sim);
+			assert_int_equal(x.done[victim].calls, 1);
+			assert_int_equal(x.done[victim].st, WEFT_ERR_PEER_FAILED);
+			assert_non_null(strstr(x.done[victim].msg, "SLOT_WAIT for peer"));
+			assert_non_null(strstr(x.done[victim].msg, "simulated peer failure"));
+			for (int r = 0; r < n; r++) {
+				/* the others had everything they needed: the victim published */
+				if (r != victim)
+					st_check_done(&x, r, name);
+				assert_int_equal(simnet_live_ops(x.sim, r), 0);
+				st_release(&x, r, 0);
+				free_rbuf(&b[r]);
+			}
+			/* The failed call released its slots: the next call is not held up by it
+			 * (the victim's turn) and computes the right thing everywhere. */
+			memset(x.done, 0, sizeof(x.done));
+			c.call = 1;
+			for (int r = 0; r < n; r++)
+				setup(&c, r, &b[r]);
+			for (int r = 0; r < n; r++)
+				st_start(&x, r, TAG(1), b[r].send, b[r].recv);
+			simnet_run(x.sim);
+			for (int r = 0; r < n; r++) {
+				st_check_done(&x, r, name);
+				check_rank(&c, r, &b[r], name);
+				st_release(&x, r, 1);
+				free_rbuf(&b[r]);
+			}
+			simnet_free(x.sim);
+		}
+}
+
+/* A rank whose peers never arrive owes nothing but the waits; owing names exactly the
+ * peers it waits for, and cancelling withdraws every wait. */
+static void test_owing_and_cancel(void **state)
+{
+	(void)state;
+	for (int n = 2; n <= 6; n++) {
+		cfg_t c = {.coll = WT_COLL_ALLGATHER, .n = n, .count = 4, .dt = WEFT_UINT8};
+		st_execs_t x = {.n = n, .sim = simnet_new(n, 3)};
+		rbuf_t b[ST_MAX_RANKS];
+		int peers[ST_MAX_RANKS];
+		size_t k;
+		char name[256];
+
+		cfg_name(&c, name, sizeof(name));
+		simnet_enable_slots(x.sim, REGION, 9);
+		for (int r = 0; r < n; r++) {
+			wt_sched_args_t a = args_of(&c, r);
+
+			setup(&c, r, &b[r]);
+			st_build(&a, algo_of(&c), name, &x.plan[r]);
+		}
+		/* only rank 0 and rank 1 start: rank 0 waits for 2..n-1 */
+		st_start(&x, 0, TAG(0), b[0].send, b[0].recv);
+		st_start(&x, 1, TAG(0), b[1].send, b[1].recv);
+		simnet_run(x.sim);
+		k = wt_sched_exec_owing(x.ex[0], peers, ST_MAX_RANKS);
+		assert_int_equal(k, (size_t)(n - 2));
+		st_check_owing(x.sim, x.ex[0], 0, n);
+		assert_int_equal(x.done[0].calls, n == 2 ? 1 : 0);
+		wt_sched_exec_cancel(x.ex[0], WEFT_ERR_TIMEOUT, "timed out in the test");
+		wt_sched_exec_cancel(x.ex[1], WEFT_ERR_TIMEOUT, "timed out in the test");
+		assert_int_equal(simnet_live_ops(x.sim, 0), 0);
+		assert_int_equal(simnet_live_ops(x.sim, 1), 0);
+		if (n > 2) {
+			assert_int_equal(x.done[0].st, WEFT_ERR_TIMEOUT);
+			assert_string_equal(x.done[0].msg, "timed out in the test");
+		}
+		for (int r = 0; r < n; r++) {
+			if (x.ex[r])
+				st_release(&x, r, 0);
+			wt_sched_plan_unref(x.plan[r]);
+			free_rbuf(&b[r]);
+		}
+		simnet_free(x.sim);
+	}
+}
+
+/* A slot plan on a network without slots, or with regions too small, does not start. */
+static void test_start_refused(void **state)
+{
+	cfg_t c = {.coll = WT_COLL_ALLREDUCE, .n = 2, .count = 4, .dt = WEFT_INT32};
+	wt_sched_args_t a = args_of(&c, 0);
+	wt_sched_plan_t *p;
+	wt_sched_exec_t *ex = NULL;
+	simnet_t *sim = simnet_new(2, 1);
+	st_done_t d = {0};
+	int32_t buf[8] = {0};
+
+	(void)state;
+	st_build(&a, algo_of(&c), "refused", &p);
+	assert_true(wt_sched_plan_uses_slots(p));
+	assert_int_equal(wt_sched_plan_slot_extent(p), 16);
+	assert_int_equal(
+	    wt_sched_exec_start(p, simnet_net(sim, 0), TAG(0), buf, buf + 4, st_on_done, &d, &ex),
+	    WEFT_ERR_UNSUPPORTED);
+	simnet_free(sim);
+	sim = simnet_new(2, 1);
+	simnet_enable_slots(sim, 64 * 5, 0); /* slots of 56 bytes */
+	a.count = 15;			     /* 60 bytes */
+	wt_sched_plan_unref(p);
+	st_build(&a, algo_of(&c), "refused", &p);
+	assert_int_equal(
+	    wt_sched_exec_start(p, simnet_net(sim, 0), TAG(0), buf, buf, st_on_done, &d, &ex),
+	    WEFT_ERR_UNSUPPORTED);
+	assert_int_equal(d.calls, 0);
+	wt_sched_plan_unref(p);
+	simnet_free(sim);
+}
+
+/* ---- plan checks ---- */
+
+static wt_sched_plan_t *raw_plan(int rank, int size, size_t slot_bytes)
+{
+	wt_sched_args_t a = st_args(WT_COLL_ALLREDUCE, 4, WEFT_INT32, WEFT_SUM, rank, size, 0, 0);
+
+	a.slot_bytes = slot_bytes;
+	return wt_sched_plan_new(&a);
+}
+
+static void expect_rejected(wt_sched_plan_t *p, const char *why)
+{
+	assert_int_not_equal(wt_sched_plan_finalize(p), WEFT_OK);
+	if (!strstr(wt_sched_plan_error(p), why))
+		fail_msg("plan error '%s' does not mention '%s'", wt_sched_plan_error(p), why);
+	wt_sched_plan_unref(p);
+}
+
+static void test_plan_checks(void **state)
+{
+	wt_sched_plan_t *p;
+	int put, w, rd, dep;
+
+	(void)state;
+	/* a good one, for contrast */
+	p = raw_plan(0, 2, 256);
+	put = wt_sched_slot_put(p, WT_SCHED_BUF_SEND, 0, 0, 16, 0, NULL);
+	w = wt_sched_slot_wait(p, 1, 0, NULL);
+	dep = put;
+	rd = wt_sched_copy(p, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_SEND, 0, 16, 1, &dep);
+	wt_sched_slot_reduce(p, WT_SCHED_BUF_RECV, 0, 1, 0, 16, 2, (int[]){w, rd});
+	wt_sched_slot_done(p);
+	assert_int_equal(wt_sched_plan_finalize(p), WEFT_OK);
+	assert_int_equal(wt_sched_plan_slot_extent(p), 16);
+	wt_sched_plan_unref(p);
+
+	/* no slots at all */
+	p = raw_plan(0, 2, 0);
+	wt_sched_slot_put(p, WT_SCHED_BUF_SEND, 0, 0, 16, 0, NULL);
+	wt_sched_slot_done(p);
+	expect_rejected(p, "no shared slots");
+
+	/* reading a peer's slot without waiting for it */
+	p = raw_plan(0, 2, 256);
+	wt_sched_slot_copy(p, WT_SCHED_BUF_RECV, 0, 1, 0, 16, 0, NULL);
+	wt_sched_slot_done(p);
+	expect_rejected(p, "does not wait for its SLOT_WAIT");
+
+	/* reading our own slot */
+	p = raw_plan(1, 2, 256);
+	put = wt_sched_slot_put(p, WT_SCHED_BUF_SEND, 0, 0, 16, 0, NULL);
+	wt_sched_slot_copy(p, WT_SCHED_BUF_RECV, 0, 1, 0, 16, 1, &put);
+	wt_sched_slot_done(p);
+	expect_rejected(p, "reads our own slot");
+
+	/* two PUTs */
+	p = raw_plan(0, 2, 256);
+	wt_sched_slot_put(p, WT_SCHED_BUF_SEND, 0, 0, 8, 0, NULL);
+	wt_sched_slot_put(p, WT_SCHED_BUF_SEND, 8, 8, 8, 0, NULL);
+	wt_sched_slot_done(p);
+	expect_rejected(p, "at most one SLOT_PUT");
+
+	/* no release */
+	p = raw_plan(0, 2, 256);
+	wt_sched_slot_put(p, WT_SCHED_BUF_SEND, 0, 0, 8, 0, NULL);
+	expect_rejected(p, "exactly one SLOT_DONE");
+
+	/* a read after the release */
+	p = raw_plan(0, 2, 256);
+	w = wt_sched_slot_wait(p, 1, 0, NULL);
+	wt_sched_slot_done(p);
+	wt_sched_slot_copy(p, WT_SCHED_BUF_RECV, 0, 1, 0, 16, 1, &w);
+	expect_rejected(p, "after the SLOT_DONE");
+
+	/* the PUT waits for our turn and every peer's SLOT_FREE, which the builder adds; the
+	 * release waits for the PUT and the turn */
+	p = raw_plan(2, 4, 256);
+	put = wt_sched_slot_put(p, WT_SCHED_BUF_SEND, 0, 0, 16, 0, NULL);
+	w = wt_sched_slot_done(p);
+	assert_int_equal(put, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(wt_sched_plan_step(p, (size_t)i)->type, WT_SCHED_SLOT_FREE);
+		assert_int_equal(wt_sched_plan_step(p, (size_t)i)->peer, (2 + i) % 4);
+	}
+	assert_int_equal(wt_sched_plan_finalize(p), WEFT_OK);
+	assert_int_equal(wt_sched_plan_step(p, 4)->ndeps, 4);
+	assert_int_equal(wt_sched_plan_step(p, (size_t)w)->ndeps, 2);
+	wt_sched_plan_unref(p);
+
+	/* out of the slot */
+	p = raw_plan(0, 2, 64);
+	wt_sched_slot_put(p, WT_SCHED_BUF_SEND, 0, 56, 16, 0, NULL);
+	wt_sched_slot_done(p);
+	expect_rejected(p, "SLOT[56+16] exceeds 64");
+
+	/* waiting for ourselves */
+	p = raw_plan(0, 2, 64);
+	wt_sched_slot_wait(p, 0, 0, NULL);
+	wt_sched_slot_done(p);
+	expect_rejected(p, "waits on a bad peer");
+
+	/* a plain step naming the SLOT buffer */
+	p = raw_plan(0, 2, 64);
+	wt_sched_copy(p, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_SLOT, 0, 16, 0, NULL);
+	expect_rejected(p, "only slot steps may");
+
+	/* a reduction of part of an element */
+	p = raw_plan(0, 2, 64);
+	w = wt_sched_slot_wait(p, 1, 0, NULL);
+	wt_sched_slot_reduce(p, WT_SCHED_BUF_RECV, 0, 1, 0, 6, 1, &w);
+	wt_sched_slot_done(p);
+	expect_rejected(p, "not whole elements");
+}
+
+/* What weft-sched prints for a slot plan. */
+static void test_dump(void **state)
+{
+	cfg_t c = {.coll = WT_COLL_ALLREDUCE, .n = 2, .count = 2, .dt = WEFT_FLOAT32};
+	wt_sched_args_t a = args_of(&c, 1);
+	wt_sched_plan_t *p;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	(void)state;
+	assert_non_null(f);
+	st_build(&a, algo_of(&c), "dump", &p);
+	wt_sched_plan_dump(p, f);
+	fclose(f);
+	assert_non_null(strstr(text, "plan slots allreduce count 2"));
+	assert_non_null(strstr(text, "SLOT_FREE   peer 0"));
+	assert_non_null(strstr(text, "SLOT_PUT    SLOT[0+8] <- SEND[0]"));
+	assert_non_null(strstr(text, "SLOT_WAIT   peer 0"));
+	assert_non_null(strstr(text, "SLOT_COPY   RECV[0+8] <- SLOT of 0[0]"));
+	assert_non_null(strstr(text, "REDUCE      RECV[0+8] <- SEND[0]"));
+	assert_non_null(strstr(text, "SLOT_DONE"));
+	free(text);
+	wt_sched_plan_unref(p);
+}
+
+/* ---- selection ---- */
+
+static const char *chosen(wt_sched_coll_t coll, size_t count, int n, size_t slot_bytes,
+			  const char *spec)
+{
+	const wt_sched_cost_t shm = {1.5e-6, 1 / 6e9, 1 / 8e9};
+	wt_sched_args_t a = st_args(coll, count, WEFT_FLOAT32, WEFT_SUM, 0, n, 0, 0);
+	const wt_sched_algo_t *algo = NULL;
+	char err[200];
+
+	a.slot_bytes = slot_bytes;
+	if (wt_sched_algo_choose(&a, spec, &shm, &algo, err, sizeof(err)) != WEFT_OK)
+		return "(error)";
+	return algo->name;
+}
+
+static void test_selection(void **state)
+{
+	size_t cap = wt_sched_slot_capacity(REGION);
+
+	(void)state;
+	for (size_t ci = 0; ci < NCOLLS; ci++)
+		for (int n = 2; n <= 8; n++) {
+			/* tiny: slots whenever the communicator has them */
+			assert_string_equal(chosen(colls[ci], 2, n, cap, NULL), "slots");
+			assert_string_not_equal(chosen(colls[ci], 2, n, 0, NULL), "slots");
+			/* WEFT_ALGO forbids them, for one collective or all */
+			assert_string_not_equal(chosen(colls[ci], 2, n, cap, "!slots"), "slots");
+			assert_string_not_equal(chosen(colls[ci], 2, n, cap,
+						       colls[ci] == WT_COLL_BARRIER
+							   ? "barrier:!slots"
+							   : "allreduce:!slots,!slots"),
+						"slots");
+			/* large: never (does not fit) */
+			if (colls[ci] != WT_COLL_BARRIER)
+				assert_string_not_equal(chosen(colls[ci], 1 << 20, n, cap, NULL),
+							"slots");
+		}
+	/* forcing without slots is the caller's error, reported by the build */
+	{
+		wt_sched_args_t a =
+		    st_args(WT_COLL_ALLREDUCE, 2, WEFT_FLOAT32, WEFT_SUM, 0, 4, 0, 0);
+		wt_sched_plan_t *p = NULL;
+		char err[256] = "";
+
+		assert_string_equal(chosen(WT_COLL_ALLREDUCE, 2, 4, 0, "slots"), "slots");
+		assert_int_equal(wt_sched_plan_build(&a, wt_sched_algo_select(&a, "slots"), &p, err,
+						     sizeof(err)),
+				 WEFT_ERR_UNSUPPORTED);
+		assert_non_null(strstr(err, "no shared slots"));
+	}
+	/* "!name" is checked like a name */
+	{
+		char err[200];
+
+		assert_int_equal(
+		    wt_sched_algo_spec_check("!slots,allreduce:!ring", err, sizeof(err)), WEFT_OK);
+		assert_int_not_equal(wt_sched_algo_spec_check("!nope", err, sizeof(err)), WEFT_OK);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_colls_ranks_counts), cmocka_unit_test(test_dtypes_ops),
+	    cmocka_unit_test(test_full_slot),	       cmocka_unit_test(test_consecutive_calls),
+	    cmocka_unit_test(test_same_call_repeated), cmocka_unit_test(test_wait_failure),
+	    cmocka_unit_test(test_owing_and_cancel),   cmocka_unit_test(test_start_refused),
+	    cmocka_unit_test(test_plan_checks),	       cmocka_unit_test(test_dump),
+	    cmocka_unit_test(test_selection),
+	};
+
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
