@@ -76,6 +76,23 @@ typedef struct {
 	uint64_t fault_drops, fault_dups, fault_reorders, fault_delays, fault_corrupts;
 } wt_link_stats_t;
 
+/* The wire counters a driver keeps per peer, added into wt_link_stats_t by its stats op. */
+typedef struct {
+	uint64_t frames_sent, bytes_sent, frames_received, bytes_received;
+	uint64_t drops, corrupt, rejected;
+} wt_link_counters_t;
+
+static inline void wt_link_counters_add(wt_link_stats_t *st, const wt_link_counters_t *c)
+{
+	st->frames_sent += c->frames_sent;
+	st->bytes_sent += c->bytes_sent;
+	st->frames_received += c->frames_received;
+	st->bytes_received += c->bytes_received;
+	st->drops += c->drops;
+	st->corrupt += c->corrupt;
+	st->rejected += c->rejected;
+}
+
 /* What a reliability layer says about a frame it sends (send_info below), for a wire
  * whose own headers have sequence and acknowledgement fields (RoCE's BTH PSN and AETH
  * MSN). The frame itself still carries all of it; a driver may ignore this. */

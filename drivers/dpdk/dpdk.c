@@ -105,8 +105,8 @@ struct dp_peer {
 	atomic_uint *asleep; /* the peer's word: a sender that finds it set clears it and rings */
 	struct sockaddr_un bell;
 	socklen_t bell_len;
-	uint64_t frames_sent, bytes_sent, frames_received, bytes_received;
-	uint64_t drops, corrupt, rejected, acks_received;
+	wt_link_counters_t ctr;
+	uint64_t acks_received;
 };
 
 /* What the links of a process share about the named port (under its lock). */
@@ -1220,8 +1220,8 @@ static weft_status_t send_frame(wt_link_t *l, int peer, const struct iovec *iov,
 		b.nref = 0; /* no segment references the frame (or none was built) */
 	if (n > 0) {
 		frame_enqueue(l, p, bl, port, ready, n);
-		p->frames_sent++;
-		p->bytes_sent += total;
+		p->ctr.frames_sent++;
+		p->ctr.bytes_sent += total;
 	}
 	if (!p->local)
 		pthread_mutex_unlock(&l->np->lock);
@@ -1269,7 +1269,7 @@ static void as_abandon(wt_link_t *l, struct dp_peer *p)
 		p->as->next = l->rfree;
 		l->rfree = p->as;
 		p->as = NULL;
-		p->drops++;
+		p->ctr.drops++;
 	}
 	p->orphan = 1;
 }
@@ -1283,8 +1283,8 @@ static int deliver(wt_link_t *l, int peer, const uint8_t *data, size_t len, wt_l
 	ev->peer = peer;
 	ev->data = data;
 	ev->len = len;
-	p->frames_received++;
-	p->bytes_received += len;
+	p->ctr.frames_received++;
+	p->ctr.bytes_received += len;
 	return 1;
 }
 
@@ -1301,7 +1301,7 @@ static int rx_single(wt_link_t *l, int peer, struct rte_mbuf *m, const uint8_t *
 	}
 	b = rbuf_get(l);
 	if (b == NULL) {
-		l->peers[peer].drops++;
+		l->peers[peer].ctr.drops++;
 		rte_pktmbuf_free(m);
 		return 0;
 	}
@@ -1323,12 +1323,12 @@ static int rx_part(wt_link_t *l, int peer, const wt_roce_hdr_t *h, const uint8_t
 		as_abandon(l, p);
 		p->orphan = 0;
 		if (h->dma_len <= plen || h->dma_len > DP_FRAME_MAX || plen == 0) {
-			p->corrupt++;
+			p->ctr.corrupt++;
 			return 0;
 		}
 		p->as = rbuf_get(l);
 		if (p->as == NULL) {
-			p->drops++;
+			p->ctr.drops++;
 			p->orphan = 1;
 			return 0;
 		}
@@ -1339,12 +1339,12 @@ static int rx_part(wt_link_t *l, int peer, const wt_roce_hdr_t *h, const uint8_t
 	}
 	if (p->as == NULL) {
 		if (!p->orphan)
-			p->drops++; /* its first packet was lost */
+			p->ctr.drops++; /* its first packet was lost */
 		p->orphan = 1;
 		return 0;
 	}
 	if (p->as_have + plen > p->as_total || (last != (p->as_have + plen == p->as_total))) {
-		p->corrupt++;
+		p->ctr.corrupt++;
 		as_abandon(l, p);
 		return 0;
 	}
@@ -1372,7 +1372,7 @@ static int rx_roce(wt_link_t *l, int peer, struct rte_mbuf *m, const uint8_t *d,
 	}
 	if ((h->opcode == WT_ROCE_OP_WRITE_FIRST || h->opcode == WT_ROCE_OP_WRITE_ONLY) &&
 	    h->rkey != l->rkey) {
-		p->rejected++;
+		p->ctr.rejected++;
 		rte_pktmbuf_free(m);
 		return 0;
 	}
@@ -1387,7 +1387,7 @@ static int rx_roce(wt_link_t *l, int peer, struct rte_mbuf *m, const uint8_t *d,
 		as_abandon(l, p);
 		p->orphan = 0;
 		if (h->opcode == WT_ROCE_OP_WRITE_ONLY && h->dma_len != plen) {
-			p->corrupt++;
+			p->ctr.corrupt++;
 			break;
 		}
 		return rx_single(l, peer, m, d, plen, ev);
@@ -1419,7 +1419,7 @@ static int rx_one(wt_link_t *l, struct rte_mbuf *m, int from, wt_link_event_t *e
 		if (st == WEFT_ERR_UNSUPPORTED)
 			l->strangers++; /* somebody else's traffic */
 		else if (from >= 0)
-			l->peers[from].corrupt++;
+			l->peers[from].ctr.corrupt++;
 		else
 			l->corrupt++;
 		rte_pktmbuf_free(m);
@@ -1429,7 +1429,7 @@ static int rx_one(wt_link_t *l, struct rte_mbuf *m, int from, wt_link_event_t *e
 	if (peer < 0 || peer >= l->size || peer == l->rank || (from >= 0 && peer != from) ||
 	    !l->peers[peer].connected) {
 		if (from >= 0)
-			l->peers[from].rejected++;
+			l->peers[from].ctr.rejected++;
 		else
 			l->strangers++;
 		rte_pktmbuf_free(m);
@@ -1437,7 +1437,7 @@ static int rx_one(wt_link_t *l, struct rte_mbuf *m, int from, wt_link_event_t *e
 	}
 	p = &l->peers[peer];
 	if (p->local != (from >= 0) || h.src_ip != p->ip || memcmp(h.src_mac, p->mac, 6) != 0) {
-		p->rejected++;
+		p->ctr.rejected++;
 		rte_pktmbuf_free(m);
 		return 0;
 	}
@@ -1695,18 +1695,9 @@ static int dpdk_timer_ms(wt_link_t *l)
 
 static void dpdk_stats(wt_link_t *l, int peer, wt_link_stats_t *st)
 {
-	const struct dp_peer *p;
-
 	if (l == NULL || st == NULL || peer < 0 || peer >= l->size)
 		return;
-	p = &l->peers[peer];
-	st->frames_sent += p->frames_sent;
-	st->bytes_sent += p->bytes_sent;
-	st->frames_received += p->frames_received;
-	st->bytes_received += p->bytes_received;
-	st->drops += p->drops;
-	st->corrupt += p->corrupt;
-	st->rejected += p->rejected;
+	wt_link_counters_add(st, &l->peers[peer].ctr);
 }
 
 static weft_status_t dpdk_probe(char *msg, size_t msglen)

@@ -60,7 +60,7 @@ struct udp_peer {
 	uint8_t keylen;
 	int tx_errno; /* last send error logged at warn level, so a repeat is debug only */
 	char addr_str[64];
-	uint64_t frames_sent, bytes_sent, frames_received, bytes_received, drops;
+	wt_link_counters_t ctr;
 };
 
 union udp_cmsg {
@@ -696,8 +696,8 @@ static void tx_sent(wt_link_t *l, int slots)
 		const struct mmsghdr *m = &l->tx_msg[l->tx_head];
 		struct udp_peer *p = &l->peers[msg_peer(l, m)];
 
-		p->frames_sent++;
-		p->bytes_sent += m->msg_hdr.msg_iov->iov_len;
+		p->ctr.frames_sent++;
+		p->ctr.bytes_sent += m->msg_hdr.msg_iov->iov_len;
 		tx_advance(l);
 	}
 }
@@ -755,8 +755,8 @@ static int send_direct(wt_link_t *l, int peer, const struct iovec *iov, int iovc
 		tx_failed(l, peer, total, errno);
 		return 1;
 	}
-	p->frames_sent++;
-	p->bytes_sent += (size_t)r;
+	p->ctr.frames_sent++;
+	p->ctr.bytes_sent += (size_t)r;
 	return 1;
 }
 
@@ -857,13 +857,13 @@ static int rx_take(wt_link_t *l, int i, wt_link_event_t *ev)
 	p = &l->peers[peer];
 	if (m->msg_hdr.msg_flags & MSG_TRUNC) {
 		l->truncated++;
-		p->drops++;
+		p->ctr.drops++;
 		WT_DEBUG("udp: dropped a %u-byte datagram from peer rank %d (%s): longer than %zu",
 			 m->msg_len, peer, p->addr_str, l->rx_slot);
 		return 0;
 	}
-	p->frames_received++;
-	p->bytes_received += m->msg_len;
+	p->ctr.frames_received++;
+	p->ctr.bytes_received += m->msg_len;
 	memset(ev, 0, sizeof(*ev));
 	ev->type = WT_LINK_EV_FRAME;
 	ev->peer = peer;
@@ -950,16 +950,9 @@ static int udp_timer_ms(wt_link_t *l)
 
 static void udp_stats(wt_link_t *l, int peer, wt_link_stats_t *st)
 {
-	const struct udp_peer *p;
-
 	if (l == NULL || st == NULL || peer < 0 || peer >= l->size)
 		return;
-	p = &l->peers[peer];
-	st->frames_sent += p->frames_sent;
-	st->bytes_sent += p->bytes_sent;
-	st->frames_received += p->frames_received;
-	st->bytes_received += p->bytes_received;
-	st->drops += p->drops;
+	wt_link_counters_add(st, &l->peers[peer].ctr);
 }
 
 static weft_status_t udp_probe(char *msg, size_t msglen)
