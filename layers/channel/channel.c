@@ -1326,7 +1326,11 @@ static int on_event(wt_chan_t *ch, wt_link_t *link, const wt_link_event_t *ev)
 	return work;
 }
 
-static int poll_link(wt_chan_t *ch, wt_link_t *link)
+/* A link whose poll itself failed is broken for every peer on it: they fail, and the link
+ * leaves the channel's list, so progress, sleeping and timers no longer touch it (polling
+ * it again would only fail again, and its arm would keep the caller from sleeping). *
+ * dead tells the caller. */
+static int poll_link(wt_chan_t *ch, wt_link_t *link, int *dead)
 {
 	wt_link_event_t ev[WT_CHAN_EV_BATCH];
 	int total = 0;
@@ -1335,7 +1339,11 @@ static int poll_link(wt_chan_t *ch, wt_link_t *link)
 		int n = wt_link_ops(link)->poll(link, ev, WT_CHAN_EV_BATCH);
 
 		if (n < 0) {
+			WT_ERROR("channel: rank %d: link %s failed to poll (status %d); its peers "
+				 "fail and the link is no longer polled",
+				 ch->rank, wt_link_ops(link)->name, n);
 			fail_link_peers(ch, link, (weft_status_t)n);
+			*dead = 1;
 			return total;
 		}
 		if (n > WT_CHAN_EV_BATCH)
@@ -1537,8 +1545,18 @@ int wt_chan_progress(wt_chan_t *ch)
 	ch->last_poll = ch->now;
 	n = run_starts(ch);
 
-	for (int i = 0; i < ch->nlinks; i++)
-		n += poll_link(ch, ch->links[i]);
+	for (int i = 0; i < ch->nlinks; i++) {
+		int dead = 0;
+
+		n += poll_link(ch, ch->links[i], &dead);
+		if (dead) {
+			memmove(&ch->links[i], &ch->links[i + 1],
+				sizeof(*ch->links) * (size_t)(ch->nlinks - i - 1));
+			ch->nlinks--;
+			i--;
+			n++; /* failed ops are work for the caller */
+		}
+	}
 	n += flush_backlog(ch);
 	hb_tick(ch);
 	/* ops first, so the owner sees a failed peer's ops done before it hears of the peer */

@@ -948,6 +948,91 @@ static void test_rndv_env(void **state)
 		unsetenv("WEFT_RNDV_GET");
 }
 
+/* A link whose poll itself fails: its peer fails, and the channel stops polling it and no
+ * longer lets it hold a sleeper awake or hand out its fd. (Driver-independent: the link
+ * is a stub that only fails.) */
+struct wt_link {
+	wt_link_base_t base;
+	int polls, arms;
+};
+
+static int bad_poll(wt_link_t *l, wt_link_event_t *ev, int max)
+{
+	(void)ev;
+	(void)max;
+	l->polls++;
+	return WEFT_ERR_SYSTEM;
+}
+
+static weft_status_t bad_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
+			      void *cookie)
+{
+	(void)l;
+	(void)peer;
+	(void)iov;
+	(void)iovcnt;
+	(void)cookie;
+	return WEFT_ERR_SYSTEM;
+}
+
+static int bad_fd(wt_link_t *l)
+{
+	(void)l;
+	return 0; /* stdin: pollable, and must not be handed out once the link is dead */
+}
+
+static int bad_arm(wt_link_t *l)
+{
+	l->arms++;
+	return 1;
+}
+
+static const wt_link_ops_t bad_ops = {
+    .size = sizeof(wt_link_ops_t),
+    .name = "broken",
+    .caps = WT_LINK_CAP_RELIABLE | WT_LINK_CAP_ORDERED | WT_LINK_CAP_HAS_FD,
+    .send = bad_send,
+    .poll = bad_poll,
+    .fd = bad_fd,
+    .arm = bad_arm,
+};
+
+static void on_bad_recv(void *arg, weft_status_t st, size_t bytes, const char *msg)
+{
+	(void)bytes;
+	(void)msg;
+	*(weft_status_t *)arg = st;
+}
+
+static void test_link_poll_fails(void **state)
+{
+	wt_chan_config_t cc = {.rank = 0, .size = 2};
+	struct wt_link bad = {.base = {.ops = &bad_ops, .max_frame = 4096}};
+	wt_chan_t *ch = NULL;
+	weft_status_t got = WEFT_INPROGRESS;
+	char buf[16];
+	int fds[4];
+
+	(void)state;
+	assert_int_equal(wt_chan_create(&cc, &ch), WEFT_OK);
+	assert_int_equal(wt_chan_set_link(ch, 1, (wt_link_t *)&bad), WEFT_OK);
+	assert_int_equal(wt_chan_fds(ch, fds, 4), 1);
+	assert_int_equal(
+	    wt_chan_post_recv(ch, 1, 7, buf, sizeof(buf), NULL, on_bad_recv, &got, NULL), WEFT_OK);
+	wt_chan_progress(ch);
+	assert_int_equal(bad.polls, 1);
+	assert_int_equal(got, WEFT_ERR_SYSTEM);
+	for (int i = 0; i < 10; i++)
+		wt_chan_progress(ch);
+	assert_int_equal(bad.polls, 1);
+	assert_int_equal(wt_chan_fds(ch, fds, 4), 0);
+	assert_int_equal(wt_chan_arm(ch), 0);
+	assert_int_equal(bad.arms, 0);
+	assert_int_equal(wt_chan_timer_ms(ch), -1);
+	assert_int_equal(wt_chan_outstanding(ch), 0);
+	wt_chan_destroy(ch);
+}
+
 #define DRIVER_TESTS(drv)                                                                          \
 	cmocka_unit_test_prestate(test_sizes, drv),                                                \
 	    cmocka_unit_test_prestate(test_unexpected, drv),                                       \
@@ -965,6 +1050,7 @@ static void test_rndv_env(void **state)
 	    cmocka_unit_test_prestate(test_many, drv),                                             \
 	    cmocka_unit_test_prestate(test_backpressure, drv),                                     \
 	    cmocka_unit_test_prestate(test_callback_reentry, drv),                                 \
-	    cmocka_unit_test_prestate(test_rndv_env, drv)
+	    cmocka_unit_test_prestate(test_rndv_env, drv),                                         \
+	    cmocka_unit_test_prestate(test_link_poll_fails, drv)
 
 CT_DRIVER_MAIN("channel")
