@@ -1,16 +1,15 @@
 /* CRC32 (IEEE 802.3, zlib's crc32) for RoCE's ICRC (lib/util): slicing-by-8 tables, and
  * on x86 four interleaved 128-bit carry-less multiply (PCLMULQDQ) folds with a Barrett
  * reduction at the end, picked at run time. */
-#include <endian.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 #include "lib/util/crc32.h"
+#include "lib/util/crc_slice8.h"
 
 #define CRC32_POLY 0xedb88320u /* 0x04C11DB7, bit-reflected */
 
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-static uint32_t crc_table[8][256];
+static wt_util_crc_slice8_t crc_table;
 static int crc_have_hw, crc_use_hw, crc_have_512;
 
 static int hw_detect(void)
@@ -25,19 +24,7 @@ static int hw_detect(void)
 
 static void crc_init_once(void)
 {
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ CRC32_POLY : c >> 1;
-		crc_table[0][i] = c;
-	}
-	for (int t = 1; t < 8; t++)
-		for (int i = 0; i < 256; i++) {
-			uint32_t prev = crc_table[t - 1][i];
-
-			crc_table[t][i] = (prev >> 8) ^ crc_table[0][prev & 0xff];
-		}
+	wt_util_crc_slice8_init(crc_table, CRC32_POLY);
 	crc_have_hw = hw_detect();
 #if defined(__x86_64__) || defined(__i386__)
 	crc_have_512 = crc_have_hw && __builtin_cpu_supports("avx512f") &&
@@ -51,35 +38,10 @@ static inline void crc_init(void)
 	pthread_once(&crc_once, crc_init_once);
 }
 
-static inline uint64_t load64le(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 /* Raw register update (no init/final xor) with the tables. */
-static uint32_t sw_update(uint32_t c, const uint8_t *p, size_t len)
+static inline uint32_t sw_update(uint32_t c, const uint8_t *p, size_t len)
 {
-	while (len > 0 && ((uintptr_t)p & 7) != 0) {
-		c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
-		len--;
-	}
-	while (len >= 8) {
-		uint64_t w = load64le(p);
-		uint32_t lo = c ^ (uint32_t)w, hi = (uint32_t)(w >> 32);
-
-		c = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
-		    crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
-		    crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
-		    crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
-		p += 8;
-		len -= 8;
-	}
-	while (len-- > 0)
-		c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
-	return c;
+	return wt_util_crc_slice8(crc_table, c, p, len);
 }
 
 uint32_t wt_util_crc32_portable(uint32_t crc, const void *buf, size_t len)
