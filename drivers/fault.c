@@ -436,16 +436,6 @@ static struct fault_frame *frame_clone(const struct fault_frame *src)
 	return f;
 }
 
-/* The inner link's send, with the frame's description when there is one and the inner
- * link takes it. */
-static weft_status_t inner_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
-				void *cookie, const wt_link_frame_info_t *info)
-{
-	if (info != NULL && l->iops->send_info != NULL)
-		return l->iops->send_info(l->inner, peer, iov, iovcnt, cookie, info);
-	return l->iops->send(l->inner, peer, iov, iovcnt, cookie);
-}
-
 /* ---- per-peer queues ---- */
 
 static struct fault_peer *peer_get(wt_link_t *l, int peer)
@@ -510,7 +500,8 @@ static void q_flush(wt_link_t *l, int peer, uint64_t now)
 	while (p->q.head && p->q.head->due <= now) {
 		struct fault_frame *f = p->q.head;
 		struct iovec iov = {f->data, f->len};
-		weft_status_t st = inner_send(l, peer, &iov, 1, f, f->has_info ? &f->info : NULL);
+		weft_status_t st =
+		    wt_link_send_info(l->inner, peer, &iov, 1, f, f->has_info ? &f->info : NULL);
 
 		if (st == WT_AGAIN) {
 			p->retry_at = now + FAULT_RETRY_NS;
@@ -654,7 +645,7 @@ static weft_status_t fault_xmit(wt_link_t *l, int peer, const struct iovec *iov,
 	/* Invalid sends go to the inner link unchanged: it reports them in its own words. */
 	if (!fault_applies(l, peer) ||
 	    wt_link_iov_total(iov, iovcnt, l->base.max_frame, &total) != WEFT_OK)
-		return inner_send(l, peer, iov, iovcnt, cookie, info);
+		return wt_link_send_info(l->inner, peer, iov, iovcnt, cookie, info);
 	p = peer_get(l, peer);
 	if (p == NULL) {
 		WT_ERROR("fault: %s: out of memory for the state of peer rank %d", l->ops.name,
@@ -689,7 +680,7 @@ static weft_status_t fault_xmit(wt_link_t *l, int peer, const struct iovec *iov,
 			memcpy(p->rng, saved, sizeof(saved));
 		return st;
 	}
-	st = inner_send(l, peer, iov, iovcnt, cookie, info);
+	st = wt_link_send_info(l->inner, peer, iov, iovcnt, cookie, info);
 	if (st == WT_AGAIN || wt_util_is_err(st)) {
 		memcpy(p->rng, saved, sizeof(saved));
 		return st;

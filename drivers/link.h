@@ -21,7 +21,7 @@
  * reliability layer then leaves out its own payload CRC. A wrapper that corrupts frames
  * (the fault injector) clears it. */
 #define WT_LINK_CAP_INTEGRITY (1u << 4)
-#define WT_LINK_CAP_SLOTS (1u << 5)    /* shared slot areas peers read directly (shm) */
+#define WT_LINK_CAP_SLOTS (1u << 5) /* shared slot areas peers read directly (shm) */
 
 #define WT_LINK_ADDR_MAX 256 /* largest address blob */
 
@@ -189,6 +189,19 @@ static inline const wt_link_ops_t *wt_link_ops(wt_link_t *link)
 static inline size_t wt_link_max_frame(wt_link_t *link)
 {
 	return ((wt_link_base_t *)link)->max_frame;
+}
+
+/* Sends through link's send_info when it has one and info is given, else its plain send:
+ * what a wrapper does with a frame description from above. */
+static inline weft_status_t wt_link_send_info(wt_link_t *link, int peer, const struct iovec *iov,
+					      int iovcnt, void *cookie,
+					      const wt_link_frame_info_t *info)
+{
+	const wt_link_ops_t *ops = wt_link_ops(link);
+
+	if (info != NULL && ops->send_info != NULL)
+		return ops->send_info(link, peer, iov, iovcnt, cookie, info);
+	return ops->send(link, peer, iov, iovcnt, cookie);
 }
 
 /* Total bytes of a frame given as iov, checked: no NULL piece with bytes, at most max in

@@ -452,8 +452,6 @@ static void ack_sent(wt_link_t *l, struct rel_peer *p)
 static weft_status_t inner_send(wt_link_t *l, int pi, const struct iovec *iov, int iovcnt, void *ck,
 				const wt_rel_hdr_t *h, int ack_req)
 {
-	if (l->iops->send_info == NULL)
-		return l->iops->send(l->inner, pi, iov, iovcnt, ck);
 	wt_link_frame_info_t info = {.seq = h->seq, .ack = h->ack, .ack_req = ack_req};
 
 	if (h->type == WT_REL_PKT_DATA)
@@ -462,7 +460,7 @@ static weft_status_t inner_send(wt_link_t *l, int pi, const struct iovec *iov, i
 		info.kind = WT_LINK_FRAME_ACK;
 	else
 		info.kind = WT_LINK_FRAME_CTRL;
-	return l->iops->send_info(l->inner, pi, iov, iovcnt, ck, &info);
+	return wt_link_send_info(l->inner, pi, iov, iovcnt, ck, &info);
 }
 
 /* Sends a HELLO or an ACK. WEFT_OK, WT_AGAIN (try later) or the inner link's error. */
