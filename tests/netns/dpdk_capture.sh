@@ -18,13 +18,9 @@ rc=$?
 [ $rc -eq 0 ] || { echo "the job between the hosts ended with $rc"; exit $rc; }
 [ -s "$tmp/cap.pcap" ] || fail "nothing was captured"
 
-heur=()
-for h in rpcrdma_infiniband smb_direct_infiniband smcr_infiniband nvme_rdma iser_infiniband \
-	lnet_ib sdp_infiniband fc_infiniband eth_over_ib mellanox_eoib drbd_rdma; do
-	if tshark -n -r "$tmp/cap.pcap" -c 1 --disable-heuristic "$h" >/dev/null 2>&1; then
-		heur+=(--disable-heuristic "$h")
-	fi
-done
+# Heuristic upper-layer dissectors off (roce_heur.sh, beside the ICRC checker).
+. "$(dirname "$lua")/roce_heur.sh"
+roce_heur "$tmp/cap.pcap"
 t() { tshark -n -r "$tmp/cap.pcap" -X lua_script:"$lua" -o ip.check_checksum:TRUE "${heur[@]}" "$@" 2>/dev/null; }
 
 total=$(t -Y 'udp.dstport == 4791' | wc -l)

@@ -17,16 +17,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 "$helper" write "$tmp/roce.pcap" || fail "roce_pcap could not write the capture"
 
-# Wireshark hands SEND payloads to heuristic upper-layer dissectors (RPC over RDMA, SMB
-# Direct, NVMe over RDMA, ...) that call weft's payload malformed; switch off those this
-# tshark knows, so that what is judged is the RoCEv2 framing.
-heur=()
-for h in rpcrdma_infiniband smb_direct_infiniband smcr_infiniband nvme_rdma iser_infiniband \
-	lnet_ib sdp_infiniband fc_infiniband eth_over_ib mellanox_eoib drbd_rdma; do
-	if tshark -n -r "$tmp/roce.pcap" -c 1 --disable-heuristic "$h" >/dev/null 2>&1; then
-		heur+=(--disable-heuristic "$h")
-	fi
-done
+# Heuristic upper-layer dissectors off (roce_heur.sh).
+. "$(dirname "$lua")/roce_heur.sh"
+roce_heur "$tmp/roce.pcap"
 # Lua runs when tshark is started by root only if the installation allows it: make sure
 # the ICRC checker is really loaded rather than silently missing.
 tshark -n -r "$tmp/roce.pcap" -c 1 -X lua_script:"$lua" -T fields -e roce_icrc.status \
