@@ -21,6 +21,8 @@
 /* Shared slots (slots.c): the channel's slot area of each rank is cut into regions of this
  * many bytes, one per communicator that uses slots, at most 64. */
 #define WT_API_SLOT_REGION ((size_t)64 * 1024)
+/* The longest a blocking collective watches slot flags inside its start (request.c). */
+#define WT_API_INLINE_SPIN_US 5
 #define WT_API_SLOT_MAX_REGIONS 64
 
 typedef struct wt_api_ctx wt_api_ctx_t;

@@ -460,6 +460,13 @@ static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 		return st;
 	}
 	net.ctx = req;
+	/* A caller about to block, with a core of its own, watches the peers' slot flags for a
+	 * while itself (capped: the lock is held meanwhile). */
+	if (will_wait && !ctx->oversubscribed)
+		net.spin_ns =
+		    (uint32_t)(ctx->cfg.spin_us < WT_API_INLINE_SPIN_US ? ctx->cfg.spin_us
+									: WT_API_INLINE_SPIN_US) *
+		    1000u;
 	pthread_mutex_lock(&ctx->lock);
 	/* Under the lock, so that an abort or a failed peer either sees this request or
 	 * stops it here. */

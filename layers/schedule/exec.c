@@ -10,12 +10,15 @@
 #include "layers/schedule/exec.h"
 #include "lib/util/dtype.h"
 #include "lib/util/log.h"
+#include "lib/util/time.h"
 
 #define WT_SCHED_EXEC_ERR_LEN 256
 
 enum { OP_IDLE = 0, OP_POSTED, OP_DONE, OP_CANCELLED };
 
 /* The callback argument of one network step; stable for the execution's lifetime. */
+#define EXEC_DEFER_MAX 16
+
 typedef struct {
 	wt_sched_exec_t *ex;
 	uint32_t step;
@@ -43,6 +46,11 @@ struct wt_sched_exec {
 	int wake_due; /* a PUT stored a flag whose sleepers were not woken yet */
 	int turn_met; /* our turn came: the previous slot call is released */
 	int released; /* this call's SLOT_DONE ran */
+	/* unmet slot waits set aside while other steps run, watched inline (net.spin_ns) once
+	 * nothing else is ready; spin_until bounds the watching over the whole execution */
+	uint32_t deferred[EXEC_DEFER_MAX];
+	int ndeferred;
+	uint64_t spin_until;
 
 	uint32_t *pending;
 	uint32_t *ready;
@@ -361,6 +369,35 @@ static void exec_maybe_finish(wt_sched_exec_t *ex)
 		done(arg, ex->status, ex->err ? ex->errmsg : "");
 }
 
+/* Nothing else is ready: watch the set-aside slot waits (peers that sleep are woken first:
+ * they may be what we wait for) until one is met, which makes more steps ready, or the
+ * execution's spin budget is spent; what is still unmet then is posted by the caller. */
+static void exec_watch(wt_sched_exec_t *ex)
+{
+	if (ex->wake_due)
+		slot_wake_now(ex);
+	if (ex->spin_until == 0)
+		ex->spin_until = wt_util_time_ns() + ex->net.spin_ns;
+	do {
+		for (int r = 0; r < 16; r++) {
+			for (int k = 0; k < ex->ndeferred; k++) {
+				uint32_t i = ex->deferred[k];
+				const wt_sched_step_t *s = &ex->v->steps[i];
+
+				if (!slot_met(ex, s))
+					continue;
+				ex->deferred[k--] = ex->deferred[--ex->ndeferred];
+				ex->turn_met |=
+				    s->type == WT_SCHED_SLOT_FREE && s->peer == ex->rank;
+				exec_complete_step(ex, i);
+			}
+			if (ex->rhead < ex->rtail || ex->ndeferred == 0)
+				return;
+			wt_util_cpu_relax();
+		}
+	} while (wt_util_time_ns() < ex->spin_until);
+}
+
 /* A loop over a queue, not recursion over successors: plans can be long chains. */
 static void exec_progress(wt_sched_exec_t *ex)
 {
@@ -381,7 +418,10 @@ static void exec_progress(wt_sched_exec_t *ex)
 		case WT_SCHED_SLOT_WAIT:
 			/* Met already (the usual case when peers run in step): no post at all. */
 			if (!slot_met(ex, s)) {
-				exec_post(ex, i, s);
+				if (ex->net.spin_ns && ex->ndeferred < EXEC_DEFER_MAX)
+					ex->deferred[ex->ndeferred++] = i;
+				else
+					exec_post(ex, i, s);
 				continue;
 			}
 			ex->turn_met |= s->type == WT_SCHED_SLOT_FREE && s->peer == ex->rank;
@@ -399,7 +439,12 @@ static void exec_progress(wt_sched_exec_t *ex)
 			break;
 		}
 		exec_complete_step(ex, i);
+		if (ex->rhead == ex->rtail && ex->ndeferred)
+			exec_watch(ex);
 	}
+	for (int k = 0; k < ex->ndeferred && !ex->err; k++)
+		exec_post(ex, ex->deferred[k], &ex->v->steps[ex->deferred[k]]);
+	ex->ndeferred = 0;
 	if (ex->wake_due)
 		slot_wake_now(ex);
 	ex->running = 0;

@@ -65,6 +65,11 @@ typedef struct {
 				   void **handle);
 	/* We stored (release order) into our region: wake the ranks that may sleep waiting. */
 	void (*slot_wake)(void *ctx);
+	/* How long the executor may watch an unmet slot flag itself, in nanoseconds, before it
+	 * posts the wait (0: post at once). A caller that is about to block on the result and
+	 * has a core of its own sets it: the peers' flags usually arrive within a microsecond,
+	 * and a wait met here costs a load, not a posted op and its completion. */
+	uint32_t spin_ns;
 } wt_sched_net_t;
 
 /* Bits of the tag the executor fills with the per-peer message index. */

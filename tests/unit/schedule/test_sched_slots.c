@@ -4,6 +4,7 @@
  * (the four slots per rank serve calls in turn, and a rank must not overwrite a slot a slow peer
  * still reads); a peer failing during a wait; cancellation; the plan checks that refuse broken slot
  * plans; and selection by the cost model and WEFT_ALGO. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "layers/schedule/exec.h"
@@ -789,6 +791,203 @@ static const char *chosen(wt_sched_coll_t coll, size_t count, int n, size_t slot
 	return algo->name;
 }
 
+/* ---- watching slot flags inline (net.spin_ns), with real threads ---- */
+
+typedef struct {
+	void *regions[2];
+	uint64_t seq;
+	_Atomic int posted; /* post_wait calls */
+	/* the one wait posted (case B): completed by hand */
+	const _Atomic uint64_t *word;
+	uint64_t value;
+	wt_sched_net_done_fn_t cb;
+	void *cb_arg;
+	_Atomic int done[2];
+	weft_status_t st[2];
+} spin_net_t;
+
+typedef struct {
+	spin_net_t *sn;
+	int rank;
+} spin_ctx_t;
+
+static weft_status_t sp_send(void *ctx, int peer, uint64_t tag, const void *buf, size_t len,
+			     wt_sched_net_done_fn_t cb, void *arg, void **handle)
+{
+	(void)ctx, (void)peer, (void)tag, (void)buf, (void)len, (void)cb, (void)arg, (void)handle;
+	return WEFT_ERR_UNSUPPORTED; /* a slot plan sends nothing */
+}
+
+static weft_status_t sp_recv(void *ctx, int peer, uint64_t tag, void *buf, size_t len, int reduce,
+			     weft_dtype_t dtype, weft_op_t op, wt_sched_net_done_fn_t cb, void *arg,
+			     void **handle)
+{
+	(void)ctx, (void)peer, (void)tag, (void)buf, (void)len, (void)reduce, (void)dtype;
+	(void)op, (void)cb, (void)arg, (void)handle;
+	return WEFT_ERR_UNSUPPORTED;
+}
+
+static void sp_cancel(void *ctx, void *handle)
+{
+	(void)ctx, (void)handle;
+}
+
+static weft_status_t sp_slots(void *ctx, wt_sched_slots_t *out)
+{
+	spin_ctx_t *c = ctx;
+
+	out->seq = c->sn->seq;
+	out->region = c->sn->regions;
+	out->region_bytes = REGION;
+	return WEFT_OK;
+}
+
+static weft_status_t sp_post_wait(void *ctx, int peer, const _Atomic uint64_t *word, uint64_t value,
+				  wt_sched_net_done_fn_t cb, void *arg, void **handle)
+{
+	spin_ctx_t *c = ctx;
+
+	(void)peer;
+	c->sn->word = word;
+	c->sn->value = value;
+	c->sn->cb = cb;
+	c->sn->cb_arg = arg;
+	*handle = c;
+	atomic_fetch_add(&c->sn->posted, 1);
+	return WEFT_OK;
+}
+
+static void sp_wake(void *ctx)
+{
+	(void)ctx;
+}
+
+static void sp_done(void *arg, weft_status_t st, const char *msg)
+{
+	spin_ctx_t *c = arg;
+
+	(void)msg;
+	c->sn->st[c->rank] = st;
+	atomic_store(&c->sn->done[c->rank], 1);
+}
+
+typedef struct {
+	spin_net_t *sn;
+	spin_ctx_t ctx;
+	wt_sched_plan_t *plan;
+	wt_sched_exec_t *ex;
+	int32_t send[3], recv[3];
+	uint32_t spin_ns;
+} spin_rank_t;
+
+static void spin_setup(spin_net_t *sn, spin_rank_t *rk, int r, uint32_t spin_ns)
+{
+	cfg_t c = {.coll = WT_COLL_ALLREDUCE, .n = 2, .count = 3, .dt = WEFT_INT32, .op = WEFT_SUM};
+	wt_sched_args_t a = args_of(&c, r);
+
+	rk->sn = sn;
+	rk->ctx = (spin_ctx_t){.sn = sn, .rank = r};
+	rk->spin_ns = spin_ns;
+	for (int i = 0; i < 3; i++)
+		rk->send[i] = (r + 1) * 100 + i;
+	memset(rk->recv, 0, sizeof(rk->recv));
+	st_build(&a, algo_of(&c), "inline spin", &rk->plan);
+}
+
+static void spin_start(spin_rank_t *rk)
+{
+	wt_sched_net_t net = {.ctx = &rk->ctx,
+			      .post_send = sp_send,
+			      .post_recv = sp_recv,
+			      .cancel = sp_cancel,
+			      .slots = sp_slots,
+			      .post_wait = sp_post_wait,
+			      .slot_wake = sp_wake,
+			      .spin_ns = rk->spin_ns};
+
+	assert_int_equal(wt_sched_exec_start(rk->plan, &net, TAG(0), rk->send, rk->recv, sp_done,
+					     &rk->ctx, &rk->ex),
+			 WEFT_OK);
+}
+
+static void *spin_thread(void *arg)
+{
+	spin_start(arg);
+	return NULL;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void spin_check_free(spin_rank_t *rk)
+{
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rk->recv[i], 100 + i + 200 + i);
+	wt_sched_exec_free(rk->ex);
+	wt_sched_plan_unref(rk->plan);
+}
+
+/* A blocking caller's execution watches the peer's flag itself: rank 0 starts first (on a
+ * thread) and spins inside its start until rank 1, started 50 ms later, publishes; it
+ * finishes there without posting a wait. Then the budget: rank 0 alone with 30 ms to spin
+ * gives up after 30 ms and posts the wait, which completes once rank 1 comes. */
+static void test_inline_spin(void **state)
+{
+	spin_net_t sn = {.seq = 2};
+	spin_rank_t rk[2];
+	pthread_t t;
+	uint64_t t0;
+
+	(void)state;
+	for (int r = 0; r < 2; r++) {
+		sn.regions[r] = st_alloc(REGION);
+		wt_sched_slot_reset(sn.regions[r], REGION, 1);
+	}
+	/* A: met while spinning */
+	spin_setup(&sn, &rk[0], 0, 4000000000u);
+	spin_setup(&sn, &rk[1], 1, 0);
+	assert_int_equal(pthread_create(&t, NULL, spin_thread, &rk[0]), 0);
+	struct timespec nap = {0, 50000000};
+	nanosleep(&nap, NULL);
+	assert_int_equal(atomic_load(&sn.done[0]), 0);
+	spin_start(&rk[1]);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&sn.done[0]), 1);
+	assert_int_equal(atomic_load(&sn.done[1]), 1);
+	assert_int_equal(sn.st[0], WEFT_OK);
+	assert_int_equal(sn.st[1], WEFT_OK);
+	assert_int_equal(atomic_load(&sn.posted), 0);
+	for (int r = 0; r < 2; r++)
+		spin_check_free(&rk[r]);
+
+	/* B: the budget runs out, the wait is posted */
+	memset(sn.done, 0, sizeof(sn.done));
+	sn.seq = 3;
+	spin_setup(&sn, &rk[0], 0, 30000000u);
+	spin_setup(&sn, &rk[1], 1, 0);
+	t0 = mono_ns();
+	spin_start(&rk[0]);
+	assert_true(mono_ns() - t0 >= 30000000u);
+	assert_true(mono_ns() - t0 < 3000000000u);
+	assert_int_equal(atomic_load(&sn.posted), 1);
+	assert_int_equal(atomic_load(&sn.done[0]), 0);
+	spin_start(&rk[1]);
+	assert_int_equal(atomic_load(&sn.done[1]), 1);
+	assert_true(atomic_load(sn.word) >= sn.value);
+	sn.cb(sn.cb_arg, WEFT_OK, NULL);
+	assert_int_equal(atomic_load(&sn.done[0]), 1);
+	assert_int_equal(sn.st[0], WEFT_OK);
+	for (int r = 0; r < 2; r++) {
+		spin_check_free(&rk[r]);
+		free(sn.regions[r]);
+	}
+}
+
 static void test_selection(void **state)
 {
 	size_t cap = wt_sched_slot_capacity(REGION);
@@ -842,7 +1041,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_same_call_repeated), cmocka_unit_test(test_wait_failure),
 	    cmocka_unit_test(test_owing_and_cancel),   cmocka_unit_test(test_start_refused),
 	    cmocka_unit_test(test_plan_checks),	       cmocka_unit_test(test_dump),
-	    cmocka_unit_test(test_selection),
+	    cmocka_unit_test(test_selection),	       cmocka_unit_test(test_inline_spin),
 	};
 
 	if (argc > 1)
