@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include "lib/util/status.h"
 #include "lib/util/crypto.h"
+#include "lib/util/umem.h"
 
 /* Capability bits. */
 #define WT_LINK_CAP_RELIABLE (1u << 0) /* no loss, no duplication, no corruption */
@@ -173,6 +174,16 @@ typedef struct wt_link_ops {
 	 * store must be visible before the call (release order or stronger); ranks that are
 	 * ours or not connected are skipped. */
 	void (*slot_wake)(wt_link_t *link, const int *peers, int npeers);
+	/* Optional (WT_LINK_CAP_GET; NULL = none): one-sided write of len bytes of local to
+	 * remote->addr + off in peer. Synchronous. */
+	weft_status_t (*put)(wt_link_t *link, int peer, const void *local,
+			     const wt_link_remote_t *remote, size_t off, size_t len);
+	/* Optional (NULL = none): the first byte of the buffer desc describes, in peer's
+	 * weft_mem_alloc memory, as mapped here (read and write), or NULL when it cannot be
+	 * mapped (not in such memory, not a region of that peer, a failed peer, no address
+	 * space): the caller then moves the bytes with get/put. Mappings are cached per peer
+	 * and dropped when the peer fails or the link closes. */
+	void *(*mem_map)(wt_link_t *link, int peer, const wt_util_umem_desc_t *desc);
 } wt_link_ops_t;
 
 /* Every driver's link struct starts with this. */

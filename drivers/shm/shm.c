@@ -37,6 +37,20 @@
 
 extern const wt_link_ops_t wt_shm_ops;
 
+/* A peer's weft_mem region mapped here (shm_mem_map); a few per peer, least recently used
+ * replaced. */
+#define SHM_UMAPS 16
+/* Largest region mapped: far beyond any buffer, and a bound on what a bad descriptor asks. */
+#define SHM_UMAP_MAX ((uint64_t)1 << 40)
+
+struct shm_umap {
+	uint64_t region; /* the owner's id; 0 = empty */
+	int fd;		 /* the owner's fd number of it */
+	uint8_t *base;
+	size_t len;
+	uint64_t used; /* umap_tick at the last use */
+};
+
 enum shm_peer_state {
 	SHM_PEER_NONE = 0, /* connect() not called yet */
 	SHM_PEER_UP,	   /* rings mapped both ways */
@@ -59,10 +73,12 @@ struct shm_peer {
 	/* Receive: the peer's ring inside our segment. */
 	struct wt_shm_ring_ctl *rx_ctl;
 	uint8_t *rx_data;
-	uint64_t rx_tail;     /* consumed (delivered) up to here */
-	uint64_t rx_tail_pub; /* published to the producer up to here */
-	int tx_warm, rx_warm; /* the ring's pages were populated (see ring_warm) */
-	const uint8_t *slot;  /* its slot area, mapped read only */
+	uint64_t rx_tail;	/* consumed (delivered) up to here */
+	uint64_t rx_tail_pub;	/* published to the producer up to here */
+	int tx_warm, rx_warm;	/* the ring's pages were populated (see ring_warm) */
+	const uint8_t *slot;	/* its slot area, mapped read only */
+	struct shm_umap *umaps; /* its weft_mem regions we mapped (SHM_UMAPS), or NULL */
+	uint64_t umap_tick;
 	uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
 };
 
@@ -134,6 +150,8 @@ static int seg_mac_ok(const wt_util_key_t *key, const uint8_t *nonce, const char
 				  strlen(desc), mac);
 }
 
+static void umaps_drop(struct shm_peer *p);
+
 static void push_error(wt_link_t *l, int peer, weft_status_t st)
 {
 	struct shm_peer *p = &l->peers[peer];
@@ -141,6 +159,9 @@ static void push_error(wt_link_t *l, int peer, weft_status_t st)
 	if (p->state == SHM_PEER_FAILED)
 		return;
 	p->state = SHM_PEER_FAILED;
+	/* Its regions are mapped no longer: mem_map refuses a failed peer, and every net op
+	 * (the executor's copies included) runs under the caller's lock, as poll does. */
+	umaps_drop(p);
 	p->status = st;
 	wt_link_errq_push(&l->errq, peer, st);
 }
@@ -256,8 +277,24 @@ static weft_status_t epoll_setup(wt_link_t *l)
 	return WEFT_OK;
 }
 
+static void umap_drop(struct shm_umap *u)
+{
+	if (u->region != 0)
+		munmap(u->base, u->len);
+	memset(u, 0, sizeof(*u));
+}
+
+static void umaps_drop(struct shm_peer *p)
+{
+	for (int k = 0; p->umaps != NULL && k < SHM_UMAPS; k++)
+		umap_drop(&p->umaps[k]);
+	free(p->umaps);
+	p->umaps = NULL;
+}
+
 static void peer_unmap(struct shm_peer *p)
 {
+	umaps_drop(p);
 	if (p->tx_hdr)
 		munmap(p->tx_hdr, WT_SHM_ALIGN);
 	if (p->tx_ctl)
@@ -962,9 +999,12 @@ static void shm_disarm(wt_link_t *l)
 
 /* ---- get ---- */
 
-static weft_status_t shm_get(wt_link_t *l, int peer, void *local, const wt_link_remote_t *remote,
-			     size_t off, size_t len)
+/* One-sided read (write = 0) or write of len bytes between local and the peer's
+ * remote->addr + off, by cross-memory attach. */
+static weft_status_t cma_rw(wt_link_t *l, int peer, void *local, const wt_link_remote_t *remote,
+			    size_t off, size_t len, int write)
 {
+	const char *what = write ? "put" : "get";
 	size_t done = 0;
 	weft_status_t st = peer_usable(l, peer);
 
@@ -973,24 +1013,26 @@ static weft_status_t shm_get(wt_link_t *l, int peer, void *local, const wt_link_
 	if (remote == NULL || (local == NULL && len > 0) || off > remote->len ||
 	    len > remote->len - off || remote->addr + off < remote->addr ||
 	    remote->addr + off + len < remote->addr + off) {
-		WT_ERROR("shm: get of %zu bytes at offset %zu from peer rank %d is out of the "
+		WT_ERROR("shm: %s of %zu bytes at offset %zu %s peer rank %d is out of the "
 			 "published range",
-			 len, off, peer);
+			 what, len, off, write ? "to" : "from", peer);
 		return WEFT_ERR_INVALID_ARG;
 	}
 	while (done < len) {
 		struct iovec lv = {(uint8_t *)local + done, len - done};
 		struct iovec rv = {(void *)(uintptr_t)(remote->addr + off + done), len - done};
-		ssize_t n = process_vm_readv(l->peers[peer].pid, &lv, 1, &rv, 1, 0);
+		ssize_t n = write ? process_vm_writev(l->peers[peer].pid, &lv, 1, &rv, 1, 0)
+				  : process_vm_readv(l->peers[peer].pid, &lv, 1, &rv, 1, 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
 			int err = n < 0 ? errno : EFAULT;
 
-			WT_ERROR("shm: get of %zu bytes from peer rank %d (pid %d) failed after "
+			WT_ERROR("shm: %s of %zu bytes %s peer rank %d (pid %d) failed after "
 				 "%zu bytes: %s",
-				 len, peer, (int)l->peers[peer].pid, done, strerror(err));
+				 what, len, write ? "to" : "from", peer, (int)l->peers[peer].pid,
+				 done, strerror(err));
 			if (err == ESRCH)
 				return WEFT_ERR_PEER_FAILED;
 			return err == EFAULT ? WEFT_ERR_INVALID_ARG : WEFT_ERR_SYSTEM;
@@ -998,6 +1040,104 @@ static weft_status_t shm_get(wt_link_t *l, int peer, void *local, const wt_link_
 		done += (size_t)n;
 	}
 	return WEFT_OK;
+}
+
+static weft_status_t shm_get(wt_link_t *l, int peer, void *local, const wt_link_remote_t *remote,
+			     size_t off, size_t len)
+{
+	return cma_rw(l, peer, local, remote, off, len, 0);
+}
+
+static weft_status_t shm_put(wt_link_t *l, int peer, const void *local,
+			     const wt_link_remote_t *remote, size_t off, size_t len)
+{
+	return cma_rw(l, peer, (void *)(uintptr_t)local, remote, off, len, 1);
+}
+
+/* ---- peers' weft_mem regions ---- */
+
+static int umap_desc_ok(const wt_util_umem_desc_t *d)
+{
+	return d->region != 0 && d->fd >= 0 && d->region_len > 0 && d->region_len <= SHM_UMAP_MAX &&
+	       d->off <= d->region_len && d->len <= d->region_len - d->off;
+}
+
+/* Opens the peer's fd of the region and maps it; the fd must be one of weft_mem's memfds
+ * of exactly the described size. */
+static weft_status_t umap_open(wt_link_t *l, int peer, const wt_util_umem_desc_t *d,
+			       struct shm_umap *u)
+{
+	const char want[] = "/memfd:" WT_UTIL_UMEM_NAME " (deleted)";
+	char path[64], target[sizeof(want) + 1];
+	struct stat stbuf;
+	ssize_t n;
+	void *m;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)l->peers[peer].pid, (int)d->fd);
+	n = readlink(path, target, sizeof(target));
+	if (n != (ssize_t)sizeof(want) - 1 || memcmp(target, want, sizeof(want) - 1) != 0) {
+		WT_DEBUG("shm: %s of peer rank %d is not a weft_mem region", path, peer);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		WT_DEBUG("shm: opening %s of peer rank %d failed: %s", path, peer, strerror(errno));
+		return WEFT_ERR_SYSTEM;
+	}
+	if (fstat(fd, &stbuf) != 0 || !S_ISREG(stbuf.st_mode) ||
+	    (uint64_t)stbuf.st_size != d->region_len) {
+		WT_DEBUG("shm: %s of peer rank %d is not a region of %llu bytes", path, peer,
+			 (unsigned long long)d->region_len);
+		close(fd);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	m = mmap(NULL, (size_t)d->region_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+		 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		WT_DEBUG("shm: mapping %llu bytes of peer rank %d's region failed: %s",
+			 (unsigned long long)d->region_len, peer, strerror(errno));
+		return WEFT_ERR_NO_MEMORY;
+	}
+	u->region = d->region;
+	u->fd = d->fd;
+	u->base = m;
+	u->len = (size_t)d->region_len;
+	return WEFT_OK;
+}
+
+static void *shm_mem_map(wt_link_t *l, int peer, const wt_util_umem_desc_t *d)
+{
+	struct shm_peer *p;
+	struct shm_umap *u = NULL, *lru = NULL;
+
+	if (l == NULL || d == NULL || peer < 0 || peer >= l->size || peer == l->rank ||
+	    !umap_desc_ok(d) || peer_usable(l, peer) != WEFT_OK)
+		return NULL;
+	p = &l->peers[peer];
+	if (p->umaps == NULL && (p->umaps = calloc(SHM_UMAPS, sizeof(*p->umaps))) == NULL)
+		return NULL;
+	p->umap_tick++;
+	for (int k = 0; k < SHM_UMAPS; k++) {
+		struct shm_umap *c = &p->umaps[k];
+
+		/* The same fd number under another id: that region is gone (its fd was closed). */
+		if (c->region != 0 && c->fd == d->fd && c->region != d->region)
+			umap_drop(c);
+		if (c->region == d->region && c->fd == d->fd && c->len == d->region_len)
+			u = c;
+		if (lru == NULL || c->used < lru->used)
+			lru = c;
+	}
+	if (u == NULL) {
+		umap_drop(lru);
+		if (umap_open(l, peer, d, lru) != WEFT_OK)
+			return NULL;
+		u = lru;
+	}
+	u->used = p->umap_tick;
+	return u->base + d->off;
 }
 
 /* ---- slot areas ---- */
@@ -1076,4 +1216,6 @@ const wt_link_ops_t wt_shm_ops = {
     .stats = shm_stats,
     .slot_area = shm_slot_area,
     .slot_wake = shm_slot_wake,
+    .put = shm_put,
+    .mem_map = shm_mem_map,
 };

@@ -224,9 +224,9 @@ WEFT_API weft_status_t weft_comm_get_async_error(weft_comm_t *comm, weft_status_
  * weft's reliability protocol runs (udp, dpdk, any link under WEFT_FAULT); the fault_*
  * counters only under WEFT_FAULT. */
 typedef struct {
-	size_t size;	      /* in: sizeof(weft_link_stats_t) */
-	char link[16];	      /* the link driver: "shm", "tcp", "udp", ... */
-	int reliability;      /* 1: weft's reliability protocol runs on this link */
+	size_t size;	 /* in: sizeof(weft_link_stats_t) */
+	char link[16];	 /* the link driver: "shm", "tcp", "udp", ... */
+	int reliability; /* 1: weft's reliability protocol runs on this link */
 	uint64_t frames_sent;
 	uint64_t bytes_sent;
 	uint64_t frames_received;
@@ -258,6 +258,20 @@ WEFT_API weft_status_t weft_test(weft_request_t **req, int *done);
 /* Waits for all, frees each and sets it to NULL; returns the first error. NULL entries
  * are skipped. */
 WEFT_API weft_status_t weft_waitall(weft_request_t **reqs, size_t n);
+
+/* Memory the other ranks of this host can reach directly (like ncclMemAlloc). A collective
+ * whose buffers lie in it lets its shared-memory algorithms read and write them in place:
+ * a large allreduce among the ranks of one host then moves each byte once instead of
+ * through the peers' copies. Any buffer works with every call; this one is faster.
+ * *ptr gets at least bytes (rounded up to whole pages), zeroed, page aligned; may be
+ * called before weft_init and from any thread. WEFT_ERR_INVALID_ARG for 0 bytes or a NULL
+ * ptr, WEFT_ERR_NO_MEMORY / WEFT_ERR_SYSTEM when the host has none to give. */
+WEFT_API weft_status_t weft_mem_alloc(void **ptr, size_t bytes);
+/* Frees what weft_mem_alloc returned (NULL is a no-op); WEFT_ERR_INVALID_ARG for any other
+ * pointer. Not while a collective uses it. The pages go back to the host once every peer
+ * that mapped the region has let it go: each keeps its 16 most recently used regions of
+ * every peer mapped until the peer fails or the communicator's context ends. */
+WEFT_API weft_status_t weft_mem_free(void *ptr);
 
 #ifdef __cplusplus
 }

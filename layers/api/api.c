@@ -7,6 +7,7 @@
 #include <string.h>
 #include "lib/util/dtype.h"
 #include "lib/util/log.h"
+#include "lib/util/umem.h"
 #include "layers/api/api_int.h"
 
 #define WT_API_STR_(x) #x
@@ -16,6 +17,16 @@ WEFT_API const char *weft_version(void)
 {
 	return WT_API_STR(WEFT_VERSION_MAJOR) "." WT_API_STR(WEFT_VERSION_MINOR) "." WT_API_STR(
 	    WEFT_VERSION_PATCH);
+}
+
+WEFT_API weft_status_t weft_mem_alloc(void **ptr, size_t bytes)
+{
+	return wt_util_umem_alloc(bytes, ptr);
+}
+
+WEFT_API weft_status_t weft_mem_free(void *ptr)
+{
+	return wt_util_umem_free(ptr);
 }
 
 WEFT_API const char *weft_strerror(weft_status_t status)
@@ -321,6 +332,8 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
 		return st;
 	args_init(&args, comm, WT_COLL_ALLREDUCE, count, dtype, op, 0);
 	args.in_place = sendbuf == recvbuf;
+	args.mem = comm->slot_bytes > 0 && wt_util_umem_contains(sendbuf, count * es) &&
+		   wt_util_umem_contains(recvbuf, count * es);
 	return run(comm, &args, sendbuf, recvbuf, 0, count == 0, req);
 }
 

@@ -159,6 +159,24 @@ static weft_status_t net_slots(void *nctx, wt_sched_slots_t *out)
 	return WEFT_OK;
 }
 
+/* Peers' buffers, over the channel's slot link (comm ranks to world ranks). */
+static void *net_peer_map(void *nctx, int peer, const wt_util_umem_desc_t *desc)
+{
+	weft_request_t *req = nctx;
+
+	return wt_chan_peer_map(req->comm->ctx->chan, req->comm->world[peer], desc);
+}
+
+static weft_status_t net_peer_copy(void *nctx, int peer, void *local,
+				   const wt_util_umem_desc_t *desc, size_t off, size_t len,
+				   int write)
+{
+	weft_request_t *req = nctx;
+
+	return wt_chan_peer_copy(req->comm->ctx->chan, req->comm->world[peer], local, desc, off,
+				 len, write);
+}
+
 static weft_status_t net_post_wait(void *nctx, int peer, const _Atomic uint64_t *word,
 				   uint64_t value, wt_sched_net_done_fn_t cb, void *arg,
 				   void **handle)
@@ -220,6 +238,8 @@ const wt_sched_net_t wt_api_net_template = {
     .slots = net_slots,
     .post_wait = net_post_wait,
     .slot_wake = net_slot_wake,
+    .peer_map = net_peer_map,
+    .peer_copy = net_peer_copy,
 };
 
 static void unlink_locked(weft_request_t *req)
@@ -277,7 +297,7 @@ static int same_args(const wt_sched_args_t *a, const wt_sched_args_t *b)
 	return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype &&
 	       a->op == b->op && a->root == b->root && a->rank == b->rank && a->size == b->size &&
 	       a->in_place == b->in_place && a->seg_bytes == b->seg_bytes && a->peer == b->peer &&
-	       a->compress == b->compress && a->slot_bytes == b->slot_bytes;
+	       a->compress == b->compress && a->slot_bytes == b->slot_bytes && a->mem == b->mem;
 }
 
 /* The plan of the previous call when this one has the same shape on the same

@@ -1834,6 +1834,41 @@ void wt_chan_slot_wake(wt_chan_t *ch, const int *peers, int npeers)
 	wt_link_ops(ch->slot_link)->slot_wake(ch->slot_link, peers, npeers);
 }
 
+/* The slot link if peer is reached over it (not ourselves), else NULL. */
+static wt_link_t *peer_slot_link(wt_chan_t *ch, int peer)
+{
+	if (ch == NULL || ch->slot_link == NULL || peer < 0 || peer >= ch->size ||
+	    peer == ch->rank || ch->peers[peer].link != ch->slot_link)
+		return NULL;
+	return ch->slot_link;
+}
+
+void *wt_chan_peer_map(wt_chan_t *ch, int peer, const wt_util_umem_desc_t *desc)
+{
+	wt_link_t *link = peer_slot_link(ch, peer);
+
+	if (link == NULL || wt_link_ops(link)->mem_map == NULL)
+		return NULL;
+	return wt_link_ops(link)->mem_map(link, peer, desc);
+}
+
+weft_status_t wt_chan_peer_copy(wt_chan_t *ch, int peer, void *local,
+				const wt_util_umem_desc_t *desc, size_t off, size_t len, int write)
+{
+	wt_link_t *link = peer_slot_link(ch, peer);
+	wt_link_remote_t r;
+
+	if (link == NULL || wt_link_ops(link)->get == NULL || wt_link_ops(link)->put == NULL) {
+		WT_ERROR("channel: no one-sided path to peer rank %d for %zu bytes", peer, len);
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	r.addr = desc->addr;
+	r.len = desc->len;
+	if (write)
+		return wt_link_ops(link)->put(link, peer, local, &r, off, len);
+	return wt_link_ops(link)->get(link, peer, local, &r, off, len);
+}
+
 void wt_chan_cancel(wt_chan_t *ch, wt_chan_op_t *op)
 {
 	if (ch == NULL || op == NULL || !op->live || op->list == L_FREE)

@@ -76,6 +76,13 @@ void *wt_chan_slot_area(wt_chan_t *ch, int rank, size_t *bytes);
 /* After storing (release order) into our own area something the listed peers (world ranks)
  * may wait for: wake those that sleep on the channel's fds. */
 void wt_chan_slot_wake(wt_chan_t *ch, const int *peers, int npeers);
+/* Peer memory over the slot link (ranks whose slot areas we read): the buffer desc
+ * describes in peer as mapped here, or NULL (not weft_mem memory, or no such link);
+ * and a synchronous copy between local and the peer's described buffer at off (write:
+ * local -> peer), by cross-memory attach. UNSUPPORTED when the peer is not on that link. */
+void *wt_chan_peer_map(wt_chan_t *ch, int peer, const wt_util_umem_desc_t *desc);
+weft_status_t wt_chan_peer_copy(wt_chan_t *ch, int peer, void *local,
+				const wt_util_umem_desc_t *desc, size_t off, size_t len, int write);
 /* Post a wait for peer's word (in its slot area, or anywhere that peer's progress changes)
  * to reach value: done_cb runs inside wt_chan_progress with WEFT_OK once
  * *word >= value (read with acquire order), or with the peer's error when it is declared

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "layers/schedule/exec.h"
+#include "lib/util/copy.h"
 #include "lib/util/dtype.h"
 #include "lib/util/log.h"
 #include "lib/util/time.h"
@@ -18,6 +19,9 @@ enum { OP_IDLE = 0, OP_POSTED, OP_DONE, OP_CANCELLED };
 
 /* The callback argument of one network step; stable for the execution's lifetime. */
 #define EXEC_DEFER_MAX 16
+
+_Static_assert(2 * sizeof(wt_util_umem_desc_t) + sizeof(uint64_t) <= WT_SCHED_PEER_DESC_BYTES,
+	       "the published buffers must fit the front of a slot");
 
 typedef struct {
 	wt_sched_exec_t *ex;
@@ -51,6 +55,12 @@ struct wt_sched_exec {
 	uint32_t deferred[EXEC_DEFER_MAX];
 	int ndeferred;
 	uint64_t spin_until;
+	/* plans with peer steps: where our SEND and RECV are (published by the PUT), and a
+	 * bounce buffer for reductions from a peer we cannot map */
+	wt_util_umem_desc_t descs[2];
+	int published; /* our PUT published them */
+	uint8_t *bounce;
+	size_t bounce_len;
 
 	uint32_t *pending;
 	uint32_t *ready;
@@ -109,9 +119,15 @@ static void exec_run_local(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	if (!s->len)
 		return;
 	switch (s->type) {
-	case WT_SCHED_COPY:
-		memmove(dst, bind(ex, s->src_buf, s->src_off), s->len);
+	case WT_SCHED_COPY: {
+		const uint8_t *src = bind(ex, s->src_buf, s->src_off), *d = dst;
+
+		if (s->wire == WT_SCHED_COPY_STREAM && (d + s->len <= src || src + s->len <= d))
+			wt_util_copy_stream(dst, src, s->len);
+		else
+			memmove(dst, src, s->len);
 		break;
+	}
 	case WT_SCHED_REDUCE:
 		wt_util_reduce(dst, bind(ex, s->src_buf, s->src_off), s->len / ex->elem, ex->dtype,
 			       ex->wire_op);
@@ -237,6 +253,10 @@ static const _Atomic uint64_t *slot_word(const wt_sched_exec_t *ex, const wt_sch
 {
 	uint64_t seq = ex->slots.seq;
 
+	if (s->type == WT_SCHED_SLOT_DRAIN) {
+		*value = seq;
+		return &slot_hdr(ex, s->peer)->done[ex->slot];
+	}
 	if (s->type == WT_SCHED_SLOT_WAIT) {
 		*value = seq;
 		return slot_ready(ex, s->peer, ex->slot);
@@ -265,6 +285,50 @@ static int slot_met(const wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	return atomic_load_explicit(word, memory_order_acquire) >= value;
 }
 
+/* Where a plan with peer steps marks a call it failed (after its published buffers): a
+ * rank that leaves its share unwritten says so before it releases, and the peers' drains
+ * find it. */
+#define SLOT_FAIL_OFF (2 * sizeof(wt_util_umem_desc_t))
+
+static _Atomic uint64_t *slot_fail_word(const wt_sched_exec_t *ex, int rank)
+{
+	return (_Atomic uint64_t *)(void *)slot_data(ex, rank, SLOT_FAIL_OFF);
+}
+
+/* Plans with peer steps serve symmetric collectives: a peer whose buffers differ in size
+ * from ours was called with other counts, and nothing it or we would write could be right. */
+static void peer_bufs_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
+{
+	wt_util_umem_desc_t d[2];
+
+	memcpy(d, slot_data(ex, s->peer, 0), sizeof(d));
+	for (unsigned b = 0; b < 2 && !ex->err; b++)
+		if (d[b].len != ex->descs[b].len)
+			exec_set_error(ex, WEFT_ERR_MISMATCH,
+				       "rank %d's %s holds %llu bytes in slot call %llu, ours %llu "
+				       "(do the ranks' counts differ?)",
+				       (int)s->peer, wt_sched_buf_name((wt_sched_buf_t)b),
+				       (unsigned long long)d[b].len,
+				       (unsigned long long)ex->slots.seq,
+				       (unsigned long long)ex->descs[b].len);
+}
+
+/* A wait step was met: our turn, a peer that published buffers we check, or a drained peer
+ * that failed its share of the call. */
+static void slot_wait_met(wt_sched_exec_t *ex, const wt_sched_step_t *s)
+{
+	ex->turn_met |= s->type == WT_SCHED_SLOT_FREE && s->peer == ex->rank;
+	if (s->type == WT_SCHED_SLOT_WAIT && ex->v->uses_peers)
+		peer_bufs_check(ex, s);
+	if (s->type == WT_SCHED_SLOT_DRAIN &&
+	    atomic_load_explicit(slot_fail_word(ex, s->peer), memory_order_relaxed) ==
+		ex->slots.seq)
+		exec_set_error(ex, WEFT_ERR_PEER_FAILED,
+			       "rank %d failed its share of slot call %llu and left our buffers "
+			       "incomplete (its own error says why)",
+			       (int)s->peer, (unsigned long long)ex->slots.seq);
+}
+
 /* Wake the peers that sleep waiting for a flag we stored (a fence and a look at each one's
  * sleeping flag). */
 static void slot_wake_now(wt_sched_exec_t *ex)
@@ -283,6 +347,12 @@ static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	slot_hdr_t *h = slot_hdr(ex, ex->rank);
 
 	if (s->type == WT_SCHED_SLOT_PUT) {
+		if (ex->v->uses_peers) {
+			memcpy(slot_data(ex, ex->rank, 0), ex->descs, sizeof(ex->descs));
+			atomic_store_explicit(slot_fail_word(ex, ex->rank), 0,
+					      memory_order_relaxed);
+			ex->published = 1;
+		}
 		if (s->len)
 			memcpy(slot_data(ex, ex->rank, s->off), bind(ex, s->src_buf, s->src_off),
 			       s->len);
@@ -311,7 +381,85 @@ static void slot_read(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 
 static int step_waits(const wt_sched_step_t *s)
 {
-	return s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT;
+	return s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT ||
+	       s->type == WT_SCHED_SLOT_DRAIN;
+}
+
+/* ---- peers' buffers ---- */
+
+/* What peer published of its buffer `which` (SEND or RECV), checked to hold [off, +len). */
+static weft_status_t peer_desc(wt_sched_exec_t *ex, const wt_sched_step_t *s, unsigned which,
+			       size_t off, size_t len, wt_util_umem_desc_t *d)
+{
+	memcpy(d, slot_data(ex, s->peer, which * sizeof(*d)), sizeof(*d));
+	if (off <= d->len && len <= d->len - off)
+		return WEFT_OK;
+	exec_set_error(ex, WEFT_ERR_MISMATCH,
+		       "%s: rank %d's %s holds %llu bytes in slot call %llu, the plan needs "
+		       "[%zu+%zu] (do the ranks' counts differ?)",
+		       wt_sched_step_type_name(s->type), (int)s->peer,
+		       wt_sched_buf_name((wt_sched_buf_t)which), (unsigned long long)d->len,
+		       (unsigned long long)ex->slots.seq, off, len);
+	return ex->err;
+}
+
+static uint8_t *bounce_of(wt_sched_exec_t *ex, size_t len)
+{
+	if (ex->bounce_len < len) {
+		uint8_t *b = realloc(ex->bounce, len);
+
+		if (b == NULL)
+			return NULL;
+		ex->bounce = b;
+		ex->bounce_len = len;
+	}
+	return ex->bounce;
+}
+
+/* A PEER_READ / PEER_REDUCE / PEER_WRITE: straight through the peer's mapped buffer, or by
+ * a one-sided copy when it cannot be mapped (a reduction then goes through a bounce
+ * buffer). */
+static void exec_peer(wt_sched_exec_t *ex, const wt_sched_step_t *s)
+{
+	int write = s->type == WT_SCHED_PEER_WRITE;
+	unsigned which = write ? s->buf : s->src_buf;
+	size_t poff = write ? s->off : s->src_off;
+	uint8_t *local = write ? bind(ex, s->src_buf, s->src_off) : bind(ex, s->buf, s->off);
+	wt_util_umem_desc_t d;
+	uint8_t *remote, *src;
+	weft_status_t st;
+
+	if (!s->len || peer_desc(ex, s, which, poff, s->len, &d))
+		return;
+	remote = ex->net.peer_map(ex->net.ctx, s->peer, &d);
+	if (remote != NULL) {
+		if (write && s->wire == WT_SCHED_COPY_STREAM)
+			wt_util_copy_stream(remote + poff, local, s->len);
+		else if (write)
+			memcpy(remote + poff, local, s->len);
+		else if (s->type == WT_SCHED_PEER_READ)
+			memcpy(local, remote + poff, s->len);
+		else
+			wt_util_reduce(local, remote + poff, s->len / ex->elem, ex->dtype,
+				       ex->wire_op);
+		return;
+	}
+	src = s->type == WT_SCHED_PEER_REDUCE ? bounce_of(ex, s->len) : local;
+	if (src == NULL) {
+		exec_set_error(ex, WEFT_ERR_NO_MEMORY,
+			       "PEER_REDUCE: out of memory for a %zu-byte bounce buffer", s->len);
+		return;
+	}
+	st = ex->net.peer_copy(ex->net.ctx, s->peer, src, &d, poff, s->len, write);
+	if (st != WEFT_OK) {
+		exec_set_error(ex, st, "%s of %zu bytes %s rank %d's %s[%zu] failed (status %d)",
+			       wt_sched_step_type_name(s->type), s->len, write ? "to" : "from",
+			       (int)s->peer, wt_sched_buf_name((wt_sched_buf_t)which), poff,
+			       (int)st);
+		return;
+	}
+	if (s->type == WT_SCHED_PEER_REDUCE)
+		wt_util_reduce(local, src, s->len / ex->elem, ex->dtype, ex->wire_op);
 }
 
 static void exec_post(wt_sched_exec_t *ex, uint32_t i, const wt_sched_step_t *s)
@@ -361,8 +509,12 @@ static void exec_maybe_finish(wt_sched_exec_t *ex)
 		return;
 	/* A failed slot call reads nothing more: release it, so the communicator's later calls
 	 * are not held up by it (in call order only: not before the previous call's release). */
-	if (ex->err && ex->turn_met && !ex->released)
+	if (ex->err && ex->turn_met && !ex->released) {
+		if (ex->published)
+			atomic_store_explicit(slot_fail_word(ex, ex->rank), ex->slots.seq,
+					      memory_order_relaxed);
 		slot_signal(ex, &(wt_sched_step_t){.type = WT_SCHED_SLOT_DONE});
+	}
 	ex->status = ex->err;
 	/* done may free ex: nothing touches it afterwards. */
 	if (done)
@@ -387,8 +539,9 @@ static void exec_watch(wt_sched_exec_t *ex)
 				if (!slot_met(ex, s))
 					continue;
 				ex->deferred[k--] = ex->deferred[--ex->ndeferred];
-				ex->turn_met |=
-				    s->type == WT_SCHED_SLOT_FREE && s->peer == ex->rank;
+				slot_wait_met(ex, s);
+				if (ex->err)
+					return;
 				exec_complete_step(ex, i);
 			}
 			if (ex->rhead < ex->rtail || ex->ndeferred == 0)
@@ -416,6 +569,7 @@ static void exec_progress(wt_sched_exec_t *ex)
 			continue;
 		case WT_SCHED_SLOT_FREE:
 		case WT_SCHED_SLOT_WAIT:
+		case WT_SCHED_SLOT_DRAIN:
 			/* Met already (the usual case when peers run in step): no post at all. */
 			if (!slot_met(ex, s)) {
 				if (ex->net.spin_ns && ex->ndeferred < EXEC_DEFER_MAX)
@@ -424,7 +578,9 @@ static void exec_progress(wt_sched_exec_t *ex)
 					exec_post(ex, i, s);
 				continue;
 			}
-			ex->turn_met |= s->type == WT_SCHED_SLOT_FREE && s->peer == ex->rank;
+			slot_wait_met(ex, s);
+			if (ex->err)
+				continue;
 			break;
 		case WT_SCHED_SLOT_PUT:
 		case WT_SCHED_SLOT_DONE:
@@ -433,6 +589,13 @@ static void exec_progress(wt_sched_exec_t *ex)
 		case WT_SCHED_SLOT_COPY:
 		case WT_SCHED_SLOT_REDUCE:
 			slot_read(ex, s);
+			break;
+		case WT_SCHED_PEER_READ:
+		case WT_SCHED_PEER_REDUCE:
+		case WT_SCHED_PEER_WRITE:
+			exec_peer(ex, s);
+			if (ex->err)
+				continue;
 			break;
 		default:
 			exec_run_local(ex, s);
@@ -473,8 +636,9 @@ static void exec_net_done(void *arg, weft_status_t st, const char *msg)
 			       s->type == WT_SCHED_SEND ? "to" : "from", (int)s->peer, s->msg,
 			       msg ? msg : "no detail");
 	} else {
-		ex->turn_met |= s->type == WT_SCHED_SLOT_FREE && s->peer == ex->rank;
-		exec_complete_step(ex, op->step);
+		slot_wait_met(ex, s);
+		if (!ex->err)
+			exec_complete_step(ex, op->step);
 	}
 	exec_progress(ex);
 }
@@ -567,6 +731,8 @@ static void exec_release(wt_sched_exec_t *ex)
 {
 	wt_sched_plan_t *p = ex->plan;
 
+	free(ex->bounce);
+	ex->bounce = NULL;
 	if (ex->outstanding == 0)
 		free(wt_sched_plan_spare_put(p, ex));
 	else
@@ -606,6 +772,22 @@ static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *
 			return WEFT_ERR_UNSUPPORTED;
 		}
 	}
+	if (!ex->v->uses_peers)
+		return WEFT_OK;
+	if (!net->peer_map || !net->peer_copy) {
+		WT_ERROR("schedule: %s plan needs the peers' buffers, which the network cannot "
+			 "reach",
+			 wt_sched_plan_algo(ex->plan));
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	/* In place our input is in RECV: that is the SEND the peers read. */
+	wt_util_umem_find(ex->bufs[WT_SCHED_BUF_RECV], ex->v->recv_bytes,
+			  &ex->descs[WT_SCHED_BUF_RECV]);
+	if (a->in_place)
+		ex->descs[WT_SCHED_BUF_SEND] = ex->descs[WT_SCHED_BUF_RECV];
+	else
+		wt_util_umem_find(ex->bufs[WT_SCHED_BUF_SEND], ex->v->send_bytes,
+				  &ex->descs[WT_SCHED_BUF_SEND]);
 	return WEFT_OK;
 }
 

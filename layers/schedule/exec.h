@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "lib/util/status.h"
 #include "layers/schedule/plan.h"
+#include "lib/util/umem.h"
 
 typedef void (*wt_sched_net_done_fn_t)(void *arg, weft_status_t st, const char *msg);
 
@@ -70,6 +71,14 @@ typedef struct {
 	 * has a core of its own sets it: the peers' flags usually arrive within a microsecond,
 	 * and a wait met here costs a load, not a posted op and its completion. */
 	uint32_t spin_ns;
+	/* Peers' buffers (plans with peer steps; both NULL when the network cannot reach them:
+	 * such a plan then fails to start). peer_map returns the first byte of the buffer desc
+	 * describes as mapped here, or NULL when it is not mappable; peer_copy then moves len
+	 * bytes between local and that buffer at off (write: local -> peer), synchronously. */
+	void *(*peer_map)(void *ctx, int peer, const wt_util_umem_desc_t *desc);
+	weft_status_t (*peer_copy)(void *ctx, int peer, void *local,
+				   const wt_util_umem_desc_t *desc, size_t off, size_t len,
+				   int write);
 } wt_sched_net_t;
 
 /* Bits of the tag the executor fills with the per-peer message index. */

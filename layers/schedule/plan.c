@@ -38,15 +38,17 @@ struct wt_sched_plan {
 	int last_fence;	       /* vertex id of the last fence, -1 if none */
 	int uses_slots;	       /* a slot step was added */
 	int slot_turn;	       /* the SLOT_FREE on our own rank, -1 until made */
+	int uses_peers;	       /* a peer step was added */
 	size_t slot_extent;
 };
 
 const char *wt_sched_step_type_name(wt_sched_step_type_t type)
 {
 	static const char *const names[] = {
-	    "SEND",	 "RECV",      "RECV_REDUCE", "REDUCE",	     "COPY",	  "DIV",
-	    "NOP",	 "NARROW",    "WIDEN",	     "REDUCE_WIDEN", "SLOT_FREE", "SLOT_PUT",
-	    "SLOT_WAIT", "SLOT_COPY", "SLOT_REDUCE", "SLOT_DONE"};
+	    "SEND",	 "RECV",      "RECV_REDUCE", "REDUCE",	   "COPY",
+	    "DIV",	 "NOP",	      "NARROW",	     "WIDEN",	   "REDUCE_WIDEN",
+	    "SLOT_FREE", "SLOT_PUT",  "SLOT_WAIT",   "SLOT_COPY",  "SLOT_REDUCE",
+	    "SLOT_DONE", "PEER_READ", "PEER_REDUCE", "PEER_WRITE", "SLOT_DRAIN"};
 
 	if ((unsigned)type >= sizeof(names) / sizeof(names[0]))
 		return "?";
@@ -327,12 +329,13 @@ static int plan_add_net(wt_sched_plan_t *p, wt_sched_step_type_t type, int peer,
 	return plan_add(p, &s, ndeps, deps);
 }
 
-static int plan_add_local(wt_sched_plan_t *p, wt_sched_step_type_t type, wt_sched_buf_t dst,
-			  size_t dst_off, wt_sched_buf_t src, size_t src_off, size_t len, int ndeps,
-			  const int *deps)
+static int plan_add_local_hint(wt_sched_plan_t *p, wt_sched_step_type_t type, wt_sched_buf_t dst,
+			       size_t dst_off, wt_sched_buf_t src, size_t src_off, size_t len,
+			       unsigned hint, int ndeps, const int *deps)
 {
 	wt_sched_step_t s = {0};
 
+	s.wire = (uint8_t)hint;
 	s.type = (uint8_t)type;
 	s.buf = (uint8_t)dst;
 	s.src_buf = (uint8_t)src;
@@ -341,6 +344,13 @@ static int plan_add_local(wt_sched_plan_t *p, wt_sched_step_type_t type, wt_sche
 	s.src_off = src_off;
 	s.len = len;
 	return plan_add(p, &s, ndeps, deps);
+}
+
+static int plan_add_local(wt_sched_plan_t *p, wt_sched_step_type_t type, wt_sched_buf_t dst,
+			  size_t dst_off, wt_sched_buf_t src, size_t src_off, size_t len, int ndeps,
+			  const int *deps)
+{
+	return plan_add_local_hint(p, type, dst, dst_off, src, src_off, len, 0, ndeps, deps);
 }
 
 int wt_sched_send(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
@@ -371,6 +381,13 @@ int wt_sched_copy(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sch
 		  size_t src_off, size_t len, int ndeps, const int *deps)
 {
 	return plan_add_local(p, WT_SCHED_COPY, dst, dst_off, src, src_off, len, ndeps, deps);
+}
+
+int wt_sched_copy_stream(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
+			 size_t src_off, size_t len, int ndeps, const int *deps)
+{
+	return plan_add_local_hint(p, WT_SCHED_COPY, dst, dst_off, src, src_off, len,
+				   WT_SCHED_COPY_STREAM, ndeps, deps);
 }
 
 static int plan_add_conv(wt_sched_plan_t *p, wt_sched_step_type_t type, wt_sched_buf_t dst,
@@ -512,6 +529,71 @@ static int step_reads_slot(const wt_sched_step_t *s)
 	return s->type == WT_SCHED_SLOT_COPY || s->type == WT_SCHED_SLOT_REDUCE;
 }
 
+static int step_is_peer(const wt_sched_step_t *s)
+{
+	return s->type == WT_SCHED_PEER_READ || s->type == WT_SCHED_PEER_REDUCE ||
+	       s->type == WT_SCHED_PEER_WRITE;
+}
+
+static int peer_step(wt_sched_plan_t *p, wt_sched_step_type_t type, int peer, wt_sched_buf_t dst,
+		     size_t dst_off, wt_sched_buf_t src, size_t src_off, size_t len, int ndeps,
+		     const int *deps)
+{
+	int id = slot_step(p, type, peer, dst, dst_off, src, src_off, len, ndeps, deps);
+
+	if (id >= 0)
+		p->uses_peers = 1;
+	return id;
+}
+
+int wt_sched_peer_read(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
+		       wt_sched_buf_t peer_buf, size_t peer_off, size_t len, int ndeps,
+		       const int *deps)
+{
+	return peer_step(p, WT_SCHED_PEER_READ, peer, dst, dst_off, peer_buf, peer_off, len, ndeps,
+			 deps);
+}
+
+int wt_sched_peer_reduce(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
+			 wt_sched_buf_t peer_buf, size_t peer_off, size_t len, int ndeps,
+			 const int *deps)
+{
+	return peer_step(p, WT_SCHED_PEER_REDUCE, peer, dst, dst_off, peer_buf, peer_off, len,
+			 ndeps, deps);
+}
+
+int wt_sched_peer_write(wt_sched_plan_t *p, int peer, size_t peer_off, wt_sched_buf_t src,
+			size_t src_off, size_t len, int ndeps, const int *deps)
+{
+	return peer_step(p, WT_SCHED_PEER_WRITE, peer, WT_SCHED_BUF_RECV, peer_off, src, src_off,
+			 len, ndeps, deps);
+}
+
+int wt_sched_peer_write_stream(wt_sched_plan_t *p, int peer, size_t peer_off, wt_sched_buf_t src,
+			       size_t src_off, size_t len, int ndeps, const int *deps)
+{
+	int id = wt_sched_peer_write(p, peer, peer_off, src, src_off, len, ndeps, deps);
+
+	if (id >= 0)
+		p->steps[id].wire = WT_SCHED_COPY_STREAM;
+	return id;
+}
+
+int wt_sched_slot_put_bufs(wt_sched_plan_t *p, int ndeps, const int *deps)
+{
+	int id = wt_sched_slot_put(p, WT_SCHED_BUF_RECV, 0, 0, 0, ndeps, deps);
+
+	if (id >= 0)
+		p->uses_peers = 1;
+	return id;
+}
+
+int wt_sched_slot_drain(wt_sched_plan_t *p, int peer, int ndeps, const int *deps)
+{
+	return slot_step(p, WT_SCHED_SLOT_DRAIN, peer, WT_SCHED_BUF_SLOT, 0, WT_SCHED_BUF_SLOT, 0,
+			 0, ndeps, deps);
+}
+
 /* After every read, our PUT and our turn: a rank's releases (and so its PUTs) happen in
  * call order even when several calls are in flight. */
 int wt_sched_slot_done(wt_sched_plan_t *p)
@@ -530,7 +612,8 @@ int wt_sched_slot_done(wt_sched_plan_t *p)
 		}
 		deps[n++] = turn;
 		for (size_t i = 0; i < p->nsteps; i++)
-			if (step_reads_slot(&p->steps[i]) || p->steps[i].type == WT_SCHED_SLOT_PUT)
+			if (step_reads_slot(&p->steps[i]) || step_is_peer(&p->steps[i]) ||
+			    p->steps[i].type == WT_SCHED_SLOT_PUT)
 				deps[n++] = (int)i;
 	}
 	id = slot_step(p, WT_SCHED_SLOT_DONE, -1, WT_SCHED_BUF_SLOT, 0, WT_SCHED_BUF_SLOT, 0, 0, n,
@@ -632,6 +715,9 @@ size_t wt_sched_step_src_len(const wt_sched_plan_t *p, const wt_sched_step_t *s)
 	case WT_SCHED_SLOT_PUT:
 	case WT_SCHED_SLOT_COPY:
 	case WT_SCHED_SLOT_REDUCE:
+	case WT_SCHED_PEER_READ:
+	case WT_SCHED_PEER_REDUCE:
+	case WT_SCHED_PEER_WRITE:
 		return s->len;
 	case WT_SCHED_NARROW:
 	case WT_SCHED_WIDEN:
@@ -659,6 +745,9 @@ static int step_reads(const wt_sched_plan_t *p, const wt_sched_step_t *s, wt_sch
 	case WT_SCHED_SLOT_PUT:
 	case WT_SCHED_SLOT_COPY:
 	case WT_SCHED_SLOT_REDUCE:
+	case WT_SCHED_PEER_READ: /* the peer's range, checked against ours of that name */
+	case WT_SCHED_PEER_REDUCE:
+	case WT_SCHED_PEER_WRITE:
 		*buf = s->src_buf;
 		*off = s->src_off;
 		*len = wt_sched_step_src_len(p, s);
@@ -670,16 +759,17 @@ static int step_reads(const wt_sched_plan_t *p, const wt_sched_step_t *s, wt_sch
 
 static int step_is_slot(const wt_sched_step_t *s)
 {
-	return s->type >= WT_SCHED_SLOT_FREE && s->type <= WT_SCHED_SLOT_DONE;
+	return s->type >= WT_SCHED_SLOT_FREE && s->type <= WT_SCHED_SLOT_DRAIN;
 }
 
 /* Slot steps that only wait or signal: no buffer range at all. */
 static int step_is_slot_sync(const wt_sched_step_t *s)
 {
 	return s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT ||
-	       s->type == WT_SCHED_SLOT_DONE;
+	       s->type == WT_SCHED_SLOT_DONE || s->type == WT_SCHED_SLOT_DRAIN;
 }
 
+/* Writes its destination range (a PEER_WRITE's is the peer's, checked like ours). */
 static int step_writes(const wt_sched_step_t *s)
 {
 	return s->type != WT_SCHED_SEND && s->type != WT_SCHED_NOP && !step_is_slot_sync(s);
@@ -694,7 +784,8 @@ static int step_is_net(const wt_sched_step_t *s)
 static int step_needs_elems(const wt_sched_step_t *s)
 {
 	return s->type == WT_SCHED_RECV_REDUCE || s->type == WT_SCHED_REDUCE ||
-	       s->type == WT_SCHED_DIV || s->type == WT_SCHED_SLOT_REDUCE;
+	       s->type == WT_SCHED_DIV || s->type == WT_SCHED_SLOT_REDUCE ||
+	       s->type == WT_SCHED_PEER_REDUCE;
 }
 
 static weft_status_t check_buf(wt_sched_plan_t *p, size_t i, const char *what, unsigned buf,
@@ -761,10 +852,19 @@ static weft_status_t check_slot_step(wt_sched_plan_t *p, size_t i)
 			why = "names the SLOT buffer, which only slot steps may";
 	} else if (p->args.slot_bytes == 0) {
 		why = "the plan has no shared slots (args.slot_bytes is 0)";
-	} else if ((s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT) &&
+	} else if ((s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT ||
+		    s->type == WT_SCHED_SLOT_DRAIN) &&
 		   (peer < 0 || peer >= n ||
-		    (peer == p->args.rank && s->type == WT_SCHED_SLOT_WAIT))) {
+		    (peer == p->args.rank && s->type != WT_SCHED_SLOT_FREE))) {
 		why = "waits on a bad peer";
+	} else if (step_is_peer(s) && (peer < 0 || peer >= n || peer == p->args.rank)) {
+		why = "names the buffers of a bad peer (not another rank of the communicator)";
+	} else if ((s->type == WT_SCHED_PEER_READ || s->type == WT_SCHED_PEER_REDUCE) &&
+		   (s->src_buf > WT_SCHED_BUF_RECV || s->buf == WT_SCHED_BUF_SLOT)) {
+		why = "must read a peer's SEND or RECV into a plan buffer";
+	} else if (s->type == WT_SCHED_PEER_WRITE &&
+		   (s->buf != WT_SCHED_BUF_RECV || s->src_buf == WT_SCHED_BUF_SLOT)) {
+		why = "must write a plan buffer into a peer's RECV";
 	} else if (step_reads_slot(s) && (peer < 0 || peer >= n)) {
 		why = "reads the slot of a rank outside the communicator";
 	} else if (step_reads_slot(s) && peer == p->args.rank) {
@@ -790,7 +890,7 @@ static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 	wt_sched_buf_t rb;
 	size_t roff, rlen;
 
-	if (s->type > WT_SCHED_SLOT_DONE) {
+	if (s->type > WT_SCHED_SLOT_DRAIN) {
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: unknown type %u", i, s->type);
 		return p->err;
 	}
@@ -824,6 +924,12 @@ static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 	}
 	if (step_is_conv(s) && check_conv(p, i))
 		return p->err;
+	if ((s->type == WT_SCHED_COPY || s->type == WT_SCHED_PEER_WRITE) && s->wire != 0 &&
+	    s->wire != WT_SCHED_COPY_STREAM) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: %s with hint %u", i,
+			      wt_sched_step_type_name(s->type), s->wire);
+		return p->err;
+	}
 	if (step_reads(p, s, &rb, &roff, &rlen) && check_buf(p, i, "source", rb, roff, rlen))
 		return p->err;
 	/* The reduction kernel takes equal or disjoint operands only. */
@@ -911,7 +1017,8 @@ static weft_status_t build_successors(wt_sched_plan_t *p)
 					 .send_bytes = p->send_bytes,
 					 .recv_bytes = p->recv_bytes,
 					 .scratch = p->scratch,
-					 .uses_slots = p->uses_slots};
+					 .uses_slots = p->uses_slots,
+					 .uses_peers = p->uses_peers};
 	return WEFT_OK;
 }
 
@@ -966,11 +1073,17 @@ static void check_slot_order(wt_sched_plan_t *p, size_t i, size_t put_at, size_t
 	const wt_sched_step_t *s = &p->steps[i];
 	const char *name = wt_sched_step_type_name(s->type);
 
-	if (step_reads_slot(s) && !reaches(p, i, seen, stack, is_wait_for, s->peer))
+	if ((step_reads_slot(s) || step_is_peer(s)) &&
+	    !reaches(p, i, seen, stack, is_wait_for, s->peer))
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
-			      "step %zu: %s of rank %d's slot does not wait for its SLOT_WAIT", i,
-			      name, (int)s->peer);
-	else if ((step_reads_slot(s) || s->type == WT_SCHED_SLOT_PUT) &&
+			      "step %zu: %s of rank %d's %s does not wait for its SLOT_WAIT", i,
+			      name, (int)s->peer, step_is_peer(s) ? "buffer" : "slot");
+	else if (s->type == WT_SCHED_SLOT_DRAIN &&
+		 !reaches(p, i, seen, stack, is_step, (int)done_at))
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+			      "step %zu: SLOT_DRAIN of rank %d does not wait for our SLOT_DONE", i,
+			      (int)s->peer);
+	else if ((step_reads_slot(s) || step_is_peer(s) || s->type == WT_SCHED_SLOT_PUT) &&
 		 !reaches(p, done_at, seen, stack, is_step, (int)i))
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
 			      "step %zu: %s is not released by the SLOT_DONE", i, name);
@@ -989,6 +1102,41 @@ static void check_slot_order(wt_sched_plan_t *p, size_t i, size_t put_at, size_t
 			      i);
 }
 
+/* A plan with peer steps publishes its buffers (a PUT without data: the front of the slot
+ * holds them) and drains every other rank: anyone may be using our buffers. */
+static weft_status_t check_peer_plan(wt_sched_plan_t *p, size_t nput, size_t put_at)
+{
+	uint8_t *drained;
+
+	if (nput != 1 || p->steps[put_at].len != 0) {
+		wt_sched_fail(
+		    p, WEFT_ERR_INVALID_ARG,
+		    "a plan with peer steps needs one SLOT_PUT without data (it publishes "
+		    "the plan's buffers)");
+		return p->err;
+	}
+	if (p->args.slot_bytes < WT_SCHED_PEER_DESC_BYTES) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+			      "a plan with peer steps needs slots of %d bytes (has %zu)",
+			      WT_SCHED_PEER_DESC_BYTES, p->args.slot_bytes);
+		return p->err;
+	}
+	drained = calloc((size_t)p->args.size, 1);
+	if (!drained) {
+		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory checking the peer steps");
+		return p->err;
+	}
+	for (size_t i = 0; i < p->nsteps; i++)
+		if (p->steps[i].type == WT_SCHED_SLOT_DRAIN)
+			drained[p->steps[i].peer] = 1;
+	for (int q = 0; q < p->args.size && !p->err; q++)
+		if (q != p->args.rank && !drained[q])
+			wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+				      "a plan with peer steps does not drain rank %d", q);
+	free(drained);
+	return p->err;
+}
+
 /* Once per call each rank publishes at most once and releases exactly once, after all its
  * reads; a read of a peer's slot waits for that peer, a read of ours follows our PUT, and
  * the PUT follows a SLOT_FREE of every peer. The executor and the peers' plans rely on it. */
@@ -1001,7 +1149,7 @@ static void check_slots(wt_sched_plan_t *p)
 	for (size_t i = 0; i < p->nsteps; i++) {
 		const wt_sched_step_t *s = &p->steps[i];
 
-		if (step_is_slot(s) && ndone) {
+		if (step_is_slot(s) && s->type != WT_SCHED_SLOT_DRAIN && ndone) {
 			wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: %s after the SLOT_DONE",
 				      i, wt_sched_step_type_name(s->type));
 			return;
@@ -1025,6 +1173,8 @@ static void check_slots(wt_sched_plan_t *p)
 			      nput, ndone);
 		return;
 	}
+	if (p->uses_peers && check_peer_plan(p, nput, put_at))
+		return;
 	seen = malloc(p->nsteps);
 	stack = malloc(p->nsteps * sizeof(*stack));
 	if (!seen || !stack) {
@@ -1175,12 +1325,21 @@ static void dump_step(const wt_sched_plan_t *p, size_t i, FILE *out)
 	fprintf(out, "%6zu: %-11s", i, wt_sched_step_type_name(s->type));
 	if (step_is_net(s))
 		fprintf(out, " peer %d msg %u", (int)s->peer, s->msg);
-	if (s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT)
+	if (step_is_slot_sync(s) && s->type != WT_SCHED_SLOT_DONE)
 		fprintf(out, " peer %d", (int)s->peer);
-	if (s->type != WT_SCHED_NOP && !step_is_slot_sync(s))
+	if (s->type == WT_SCHED_PEER_WRITE)
+		fprintf(out, " %s of %d[%zu+%zu] <- %s[%zu]", wt_sched_buf_name(s->buf),
+			(int)s->peer, s->off, s->len, wt_sched_buf_name(s->src_buf), s->src_off);
+	else if (s->type != WT_SCHED_NOP && !step_is_slot_sync(s))
 		fprintf(out, " %s[%zu+%zu]", wt_sched_buf_name(s->buf), s->off, s->len);
+	if (s->type == WT_SCHED_PEER_READ || s->type == WT_SCHED_PEER_REDUCE)
+		fprintf(out, " <- %s of %d[%zu]", wt_sched_buf_name(s->src_buf), (int)s->peer,
+			s->src_off);
 	if (s->type == WT_SCHED_REDUCE || s->type == WT_SCHED_COPY || s->type == WT_SCHED_SLOT_PUT)
 		fprintf(out, " <- %s[%zu]", wt_sched_buf_name(s->src_buf), s->src_off);
+	if ((s->type == WT_SCHED_COPY || s->type == WT_SCHED_PEER_WRITE) &&
+	    s->wire == WT_SCHED_COPY_STREAM)
+		fputs(" stream", out);
 	if (step_reads_slot(s))
 		fprintf(out, " <- SLOT of %d[%zu]", (int)s->peer, s->src_off);
 	if (step_is_conv(s))

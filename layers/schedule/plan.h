@@ -81,6 +81,13 @@ typedef enum {
 	WT_SCHED_SLOT_COPY = 13,   /* dst = peer's slot[src_off] */
 	WT_SCHED_SLOT_REDUCE = 14, /* dst = dst op peer's slot[src_off] */
 	WT_SCHED_SLOT_DONE = 15,   /* release: we read every peer slot of this call */
+	/* Peers' buffers (see wt_sched_peer_read): a plan reads and writes the buffers of the
+	 * other ranks of the host directly, their SEND or RECV named by buf / src_buf and the
+	 * step's peer. */
+	WT_SCHED_PEER_READ = 16,   /* dst = peer's src_buf[src_off] */
+	WT_SCHED_PEER_REDUCE = 17, /* dst = dst op peer's src_buf[src_off] */
+	WT_SCHED_PEER_WRITE = 18,  /* peer's buf[off] = our src_buf[src_off] */
+	WT_SCHED_SLOT_DRAIN = 19,  /* wait: peer released this call (its SLOT_DONE) */
 } wt_sched_step_type_t;
 
 /* Everything a plan depends on; two calls with equal args share a plan. */
@@ -101,6 +108,12 @@ typedef struct {
 	 * shared slot areas (the API sets it); 0 means no slots, and slot algorithms refuse
 	 * the args. */
 	size_t slot_bytes;
+	/* This rank's buffers of the call lie in weft_mem_alloc memory, which peers map and
+	 * read or write in place (the API sets it). Only the choice among algorithms looks
+	 * at it, never a plan: the cost model offers `direct` only then, since through copies
+	 * between processes (CMA) it is slower than the message path. Choices must agree, so
+	 * a program keeps a call's buffers in weft_mem on every rank or on none. */
+	int mem;
 	/* ALLTOALLV only, in elements, size entries each. Plans of ALLTOALLV are built per call
 	 * and never cached, so these may point at the caller's arrays. */
 	const size_t *sendcounts, *sdispls, *recvcounts, *rdispls;
@@ -110,7 +123,8 @@ typedef struct {
 	uint8_t type;		   /* wt_sched_step_type_t */
 	uint8_t buf;		   /* wt_sched_buf_t: destination (or source for SEND) */
 	uint8_t src_buf;	   /* REDUCE / COPY / NARROW / WIDEN / REDUCE_WIDEN source */
-	uint8_t wire;		   /* NARROW / WIDEN / REDUCE_WIDEN: weft_dtype_t, 16-bit */
+	uint8_t wire;		   /* NARROW / WIDEN / REDUCE_WIDEN: weft_dtype_t, 16-bit;
+				    * COPY, PEER_WRITE: WT_SCHED_COPY_STREAM or 0 */
 	int32_t peer;		   /* SEND / RECV* / SLOT_* but PUT, DONE: communicator rank */
 	uint32_t msg;		   /* SEND / RECV*: index among messages to/from that peer */
 	size_t off, src_off, len;  /* bytes */
@@ -132,6 +146,13 @@ int wt_sched_recv_reduce(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_
 /* dst = dst op src (SUM for AVG). */
 int wt_sched_reduce(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
 		    size_t src_off, size_t len, int ndeps, const int *deps);
+/* A COPY whose destination this rank does not read again soon (a result leaving a piece
+ * held in cache, in a call too large for the caches to keep): the executor stores it
+ * around the caches (lib/util/copy.h). Below the size of the last-level cache plain
+ * stores are faster: the next call finds its buffers still cached. */
+#define WT_SCHED_COPY_STREAM 1
+int wt_sched_copy_stream(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
+			 size_t src_off, size_t len, int ndeps, const int *deps);
 int wt_sched_copy(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
 		  size_t src_off, size_t len, int ndeps, const int *deps);
 /* Divide len bytes at buf+off by the communicator size (elements of the plan's dtype). */
@@ -184,6 +205,37 @@ int wt_sched_slot_reduce(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off,
 /* Release: depends on every slot read added so far, the PUT and our turn; no slot step may
  * follow. */
 int wt_sched_slot_done(wt_sched_plan_t *p);
+/* Peers' buffers: a slot plan may read the SEND or RECV buffer of another rank and write
+ * its RECV, as if they were its own. Such a plan's SLOT_PUT publishes where our SEND and
+ * RECV are (it must carry no data: len 0), every peer step waits for the SLOT_WAIT of its
+ * peer, the SLOT_DONE follows every peer step (we are done with the peers' buffers), and
+ * after the DONE the plan drains every other rank (wt_sched_slot_drain): a rank leaves
+ * the call only once no one reads or writes its buffers any more. Peer ranges are checked
+ * against our own buffer of the same name (the collectives served are symmetric) and, at
+ * run time, against what the peer published. dst = peer's buffer bytes. */
+int wt_sched_peer_read(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
+		       wt_sched_buf_t peer_buf, size_t peer_off, size_t len, int ndeps,
+		       const int *deps);
+/* dst = dst op peer's buffer bytes (the plan's op, SUM for AVG). */
+int wt_sched_peer_reduce(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
+			 wt_sched_buf_t peer_buf, size_t peer_off, size_t len, int ndeps,
+			 const int *deps);
+/* peer's RECV [peer_off, +len) = our src bytes. */
+int wt_sched_peer_write(wt_sched_plan_t *p, int peer, size_t peer_off, wt_sched_buf_t src,
+			size_t src_off, size_t len, int ndeps, const int *deps);
+/* The same, stored around our caches when mapped (WT_SCHED_COPY_STREAM): for calls too
+ * large for the caches to keep anyway. */
+int wt_sched_peer_write_stream(wt_sched_plan_t *p, int peer, size_t peer_off, wt_sched_buf_t src,
+			       size_t src_off, size_t len, int ndeps, const int *deps);
+/* The PUT of a plan with peer steps: publishes where our buffers are (and that we entered
+ * the call), no data. A rank with no peer step of its own (an empty share) still publishes:
+ * its peers use its buffers. */
+int wt_sched_slot_put_bufs(wt_sched_plan_t *p, int ndeps, const int *deps);
+/* Wait until peer released this call (after our own SLOT_DONE). */
+int wt_sched_slot_drain(wt_sched_plan_t *p, int peer, int ndeps, const int *deps);
+/* Bytes at the front of a slot where a plan with peer steps publishes its buffers (and
+ * marks a call it failed). */
+#define WT_SCHED_PEER_DESC_BYTES 128
 /* 1 if the plan has slot steps (it needs the network's slots to run). */
 int wt_sched_plan_uses_slots(const wt_sched_plan_t *p);
 /* The end of the furthest slot range the plan touches (0 without slot steps). */
@@ -224,6 +276,7 @@ typedef struct {
 	size_t send_bytes, recv_bytes; /* see wt_sched_plan_buf_bytes */
 	size_t scratch;
 	int uses_slots;
+	int uses_peers; /* peer steps: the SLOT_PUT publishes our buffers */
 	size_t slot_extent;
 } wt_sched_plan_view_t;
 const wt_sched_plan_view_t *wt_sched_plan_view(const wt_sched_plan_t *p);

@@ -30,6 +30,8 @@ weft_status_t wt_sched_send_direct(const wt_sched_args_t *args, wt_sched_plan_t 
 weft_status_t wt_sched_recv_direct(const wt_sched_args_t *args, wt_sched_plan_t *p);
 /* Shared slots among the ranks of one host (slots.c): need args->slot_bytes. */
 weft_status_t wt_sched_allreduce_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
+/* Through the peers' buffers (allreduce_direct.c): needs args->slot_bytes too. */
+weft_status_t wt_sched_allreduce_direct(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_allgather_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_reduce_scatter_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_bcast_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);

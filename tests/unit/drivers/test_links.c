@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "drivers/link.h"
+#include "tests/unit/drivers/fd_io.h"
 #include "drivers/shm/shm_layout.h"
 #include "lib/util/crypto.h"
 #include "lib/util/time.h"
@@ -599,23 +600,6 @@ static void test_shm_get(void **state)
 	pair_close(&p);
 	free(src);
 	free(dst);
-}
-
-static void write_all_fd(int fd, const void *buf, size_t len)
-{
-	assert_int_equal(write(fd, buf, len), (ssize_t)len);
-}
-
-static void read_all_fd(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
-
-		assert_true(n > 0);
-		got += (size_t)n;
-	}
 }
 
 static void child_run(const char *job, int to_parent, int from_parent)

@@ -54,6 +54,9 @@ typedef struct {
 	weft_status_t fail_post_st, fail_recv_st, fail_wait_st;
 	uint64_t slot_seq; /* the last slot call this rank started */
 	size_t wakes;
+	size_t peer_maps, peer_copies; /* peer buffers reached by mapping / by copy */
+	long fail_copy_at;
+	weft_status_t fail_copy_st;
 } simrank_t;
 
 struct simnet {
@@ -68,6 +71,7 @@ struct simnet {
 	/* slots: one region per rank */
 	void **regions;
 	size_t region_bytes;
+	int peer_mode; /* simnet_enable_peers */
 };
 
 uint64_t simnet_rand(uint64_t *x)
@@ -293,6 +297,7 @@ simnet_t *simnet_new(int nranks, uint64_t seed)
 		r->fail_post_at = -1;
 		r->fail_recv_at = -1;
 		r->fail_wait_at = -1;
+		r->fail_copy_at = -1;
 		r->net = (wt_sched_net_t){r, sim_post_send, sim_post_recv, sim_cancel};
 	}
 	return s;
@@ -338,6 +343,67 @@ void simnet_enable_slots(simnet_t *s, size_t region_bytes, uint64_t base)
 		r->net.post_wait = sim_post_wait;
 		r->net.slot_wake = sim_slot_wake;
 	}
+}
+
+/* One process: a peer's buffer is its address. */
+static void *sim_peer_map(void *ctx, int peer, const wt_util_umem_desc_t *d)
+{
+	simrank_t *r = ctx;
+	simnet_t *s = r->sim;
+
+	assert_true(peer >= 0 && peer < s->n && peer != r->rank);
+	assert_true(d->addr != 0 || d->len == 0);
+	if (s->peer_mode == SIMNET_PEERS_COPY ||
+	    (s->peer_mode == SIMNET_PEERS_MIXED && simnet_rand(&s->rng) % 2))
+		return NULL;
+	r->peer_maps++;
+	return (void *)(uintptr_t)d->addr;
+}
+
+static weft_status_t sim_peer_copy(void *ctx, int peer, void *local, const wt_util_umem_desc_t *d,
+				   size_t off, size_t len, int write)
+{
+	simrank_t *r = ctx;
+	uint8_t *remote = (uint8_t *)(uintptr_t)d->addr;
+
+	assert_true(peer >= 0 && peer < r->sim->n && peer != r->rank);
+	/* the executor checked the range against what the peer published */
+	assert_true(off <= d->len && len <= d->len - off);
+	if (r->fail_copy_at >= 0 && (long)r->peer_copies == r->fail_copy_at) {
+		r->peer_copies++;
+		return r->fail_copy_st;
+	}
+	r->peer_copies++;
+	if (write)
+		memcpy(remote + off, local, len);
+	else
+		memcpy(local, remote + off, len);
+	return WEFT_OK;
+}
+
+void simnet_enable_peers(simnet_t *s, int mode)
+{
+	s->peer_mode = mode;
+	for (int i = 0; i < s->n; i++) {
+		s->ranks[i].net.peer_map = sim_peer_map;
+		s->ranks[i].net.peer_copy = sim_peer_copy;
+	}
+}
+
+size_t simnet_peer_maps(const simnet_t *s, int rank)
+{
+	return s->ranks[rank].peer_maps;
+}
+
+size_t simnet_peer_copies(const simnet_t *s, int rank)
+{
+	return s->ranks[rank].peer_copies;
+}
+
+void simnet_fail_peer_copy(simnet_t *s, int rank, int nth, weft_status_t st)
+{
+	s->ranks[rank].fail_copy_at = nth;
+	s->ranks[rank].fail_copy_st = st;
 }
 
 void *simnet_region(simnet_t *s, int rank)

@@ -35,6 +35,16 @@ size_t simnet_wakes(const simnet_t *s, int rank);
 /* rank's nth wait check (0-based) completes with st, as if the peer had failed. */
 void simnet_fail_wait(simnet_t *s, int rank, int nth, weft_status_t st);
 
+/* Peers' buffers (plans with peer steps; needs slots): all ranks live in this process, so a
+ * peer's buffer is reached at its own address, either mapped (peer_map returns it) or by
+ * peer_copy (memcpy), every time, never, or by a coin flip per step. */
+enum { SIMNET_PEERS_COPY = 0, SIMNET_PEERS_MAP = 1, SIMNET_PEERS_MIXED = 2 };
+void simnet_enable_peers(simnet_t *s, int mode);
+size_t simnet_peer_maps(const simnet_t *s, int rank);
+size_t simnet_peer_copies(const simnet_t *s, int rank);
+/* rank's nth peer copy (0-based) fails with st. */
+void simnet_fail_peer_copy(simnet_t *s, int rank, int nth, weft_status_t st);
+
 /* Ops of rank that are posted and neither completed nor cancelled (waits included). */
 size_t simnet_live_ops(const simnet_t *s, int rank);
 /* Distinct peers of rank's live receives and waits, sorted; returns how many. */

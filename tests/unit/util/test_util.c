@@ -1,4 +1,5 @@
-/* Unit tests for lib/util: env parsing, log format and level, time, crypto, status. */
+/* Unit tests for lib/util: env parsing, log format and level, time, crypto, status, the
+ * streaming copy. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <sodium.h>
+#include "lib/util/copy.h"
 #include "lib/util/crypto.h"
 #include "lib/util/env.h"
 #include "lib/util/log.h"
@@ -458,6 +460,39 @@ static void test_random(void **state)
 	assert_memory_not_equal(r1, r2, sizeof(r1));
 }
 
+/* ---- streaming copy ---- */
+
+/* Every length around the plain/streamed boundary and the 64-byte lines, at every
+ * alignment of source and destination: exactly the source's bytes, nothing around them. */
+static void test_copy_stream(void **state)
+{
+	enum { MAX = 9000, PAD = 80 };
+	const size_t lens[] = {0, 1, 63, 64, 65, 4095, 4096, 4097, 4160, 5000, 8191, MAX};
+	uint8_t *src = malloc(MAX + 2 * PAD), *dst = malloc(MAX + 2 * PAD);
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (size_t i = 0; i < MAX + 2 * PAD; i++)
+		src[i] = (uint8_t)(i * 131 + 7);
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
+		for (size_t so = 0; so < 64; so += 13)
+			for (size_t d = 0; d < 64; d += 9) {
+				size_t len = lens[k];
+
+				memset(dst, 0xee, MAX + 2 * PAD);
+				wt_util_copy_stream(dst + PAD + d, src + so, len);
+				for (size_t i = 0; i < PAD + d; i++)
+					assert_int_equal(dst[i], 0xee);
+				if (len)
+					assert_memory_equal(dst + PAD + d, src + so, len);
+				for (size_t i = PAD + d + len; i < MAX + 2 * PAD; i++)
+					assert_int_equal(dst[i], 0xee);
+			}
+	free(src);
+	free(dst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -467,7 +502,7 @@ int main(void)
 	    cmocka_unit_test(test_log_format),	   cmocka_unit_test(test_log_threads),
 	    cmocka_unit_test(test_log_level),	   cmocka_unit_test(test_log_long_message),
 	    cmocka_unit_test(test_key_from_token), cmocka_unit_test(test_mac),
-	    cmocka_unit_test(test_random),
+	    cmocka_unit_test(test_random),	   cmocka_unit_test(test_copy_stream),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,103 @@
+/* Allreduce straight through the peers' buffers (layers/schedule) for the ranks of one
+ * host: rank r owns the r-th share of the vector; it sums every rank's input of that share,
+ * reading the peers' buffers where they lie, into its own RECV and writes the result into
+ * every peer's RECV. Each byte of input is read once, each byte of output written once, and
+ * nothing passes through a ring when the peers' buffers can be mapped (weft_mem_alloc
+ * memory); otherwise the executor moves the bytes by cross-memory attach.
+ * The share goes in pieces that stay in cache between the sum and the writes. Two flag
+ * rounds through the slots frame the call: the PUT says where our buffers are and that we
+ * entered the call, the DONE that we finished with everyone's, and a rank leaves once every
+ * peer's DONE is up (SLOT_DRAIN). Each share is summed by one rank, own input first, then
+ * the peers' in rank order after it, so every rank gets the same bits. A piece is summed
+ * in a scratch that stays in cache, and leaves it for every RECV (by streaming stores in
+ * calls larger than the caches, so memory sees each input byte read once and each output
+ * byte written once, with no read-for-ownership). */
+#include <stdlib.h>
+
+#include "layers/schedule/algos/algos.h"
+#include "lib/util/dtype.h"
+
+/* A piece of the share: small enough to stay in L2 between the sum and the writes, at most
+ * WT_SCHED_DIRECT_MAX_PIECES of them (the plan's checks grow with its steps). */
+#define DIRECT_PIECE ((size_t)64 * 1024)
+#define DIRECT_MAX_PIECES 256
+/* Vectors of at least this many bytes leave the scratch by streaming stores: beyond the
+ * last-level cache (32 MiB here, shared by all the ranks' buffers) the buffers would not
+ * stay cached for the next call anyway, and streaming saves the read-for-ownership (5% on
+ * 64 MiB at 2 ranks); below it plain stores were up to 1.7x faster (1-8 MiB). */
+#define DIRECT_STREAM_MIN ((size_t)16 << 20)
+
+static size_t piece_bytes(size_t share, size_t es)
+{
+	size_t piece = DIRECT_PIECE;
+
+	if (share / piece > DIRECT_MAX_PIECES)
+		piece = (share + DIRECT_MAX_PIECES - 1) / DIRECT_MAX_PIECES;
+	piece = piece / es * es;
+	return piece ? piece : es;
+}
+
+/* One piece [off, off + len) of our share: summed in the scratch, where it stays in cache
+ * (own input first, then the peers'), finished, then written into every peer's RECV and
+ * our own. prev holds the steps that read the scratch for the piece before,
+ * which the first write of this one must follow. */
+static void direct_piece(const wt_sched_args_t *a, wt_sched_plan_t *p, const int *wait_of,
+			 size_t off, size_t len, int *prev, int *nprev)
+{
+	int acc, n = a->size, stream = a->count * wt_util_dtype_size(a->dtype) >= DIRECT_STREAM_MIN;
+
+	acc = wt_sched_copy(p, WT_SCHED_BUF_SCRATCH, 0, WT_SCHED_BUF_SEND, off, len, *nprev, prev);
+	*nprev = 0;
+	for (int i = 1; i < n; i++) {
+		int q = (a->rank + i) % n, deps[2] = {wait_of[q], acc};
+
+		acc = wt_sched_peer_reduce(p, WT_SCHED_BUF_SCRATCH, 0, q, WT_SCHED_BUF_SEND, off,
+					   len, 2, deps);
+	}
+	if (a->op == WEFT_AVG)
+		acc = wt_sched_div(p, WT_SCHED_BUF_SCRATCH, 0, len, 1, &acc);
+	for (int i = 1; i < n; i++)
+		prev[(*nprev)++] = (stream ? wt_sched_peer_write_stream : wt_sched_peer_write)(
+		    p, (a->rank + i) % n, off, WT_SCHED_BUF_SCRATCH, 0, len, 1, &acc);
+	prev[(*nprev)++] = (stream ? wt_sched_copy_stream : wt_sched_copy)(
+	    p, WT_SCHED_BUF_RECV, off, WT_SCHED_BUF_SCRATCH, 0, len, 1, &acc);
+}
+
+weft_status_t wt_sched_allreduce_direct(const wt_sched_args_t *a, wt_sched_plan_t *p)
+{
+	size_t es = wt_util_dtype_size(a->dtype), lo, hi, piece;
+	int *wait_of, done, put, nprev = 0;
+
+	if (a->size == 1 || a->count == 0)
+		return wt_sched_allreduce_local(a, p);
+	if (a->slot_bytes < WT_SCHED_PEER_DESC_BYTES) {
+		wt_sched_fail(p, WEFT_ERR_UNSUPPORTED,
+			      "direct: the communicator's ranks cannot reach each other's buffers "
+			      "(not all on one host over shm)");
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	/* wait_of, then the previous piece's scratch readers (n of them) */
+	wait_of = malloc((size_t)a->size * 2 * sizeof(*wait_of));
+	if (!wait_of) {
+		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "direct: out of memory for %d ranks", a->size);
+		return WEFT_ERR_NO_MEMORY;
+	}
+	/* We publish before we look at anyone: a rank that finds the peers' buffers wrong
+	 * (other counts) fails, but its peers find ours wrong too instead of waiting for it. */
+	put = wt_sched_slot_put_bufs(p, 0, NULL);
+	for (int q = 0; q < a->size; q++)
+		wait_of[q] = q == a->rank ? -1 : wt_sched_slot_wait(p, q, 1, &put);
+	lo = a->count * (size_t)a->rank / (size_t)a->size * es;
+	hi = a->count * ((size_t)a->rank + 1) / (size_t)a->size * es;
+	piece = piece_bytes(hi - lo, es);
+	wt_sched_scratch(p, piece);
+	for (size_t off = lo; off < hi; off += piece)
+		direct_piece(a, p, wait_of, off, hi - off < piece ? hi - off : piece,
+			     wait_of + a->size, &nprev);
+	free(wait_of);
+	done = wt_sched_slot_done(p);
+	for (int q = 0; q < a->size; q++)
+		if (q != a->rank)
+			wt_sched_slot_drain(p, q, 1, &done);
+	return WEFT_OK;
+}
