@@ -2,7 +2,10 @@
  * op, counts 0..4M, in place and not, blocking and async with computation between post
  * and wait; every element compared exactly with a reference. Also the failure modes:
  * --timeout (a late rank makes the others time out, naming it) and --die-at N (a rank
- * kills itself mid-run; weftrun must end the job). Exit 0 only if everything matched. */
+ * kills itself mid-run; weftrun must end the job). --mem takes the buffers from
+ * weft_mem_alloc (--mem-mask M: only on the ranks whose bit is set in M), new ones each
+ * call, laid out in two ways; --more-counts adds counts around the rank count and odd ones
+ * that span several pieces of a rank's share. Exit 0 only if everything matched. */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -16,6 +19,54 @@
 #include "tests/integration/common/testvals.h"
 
 static int g_rank, g_size, g_fail;
+static int g_mem;	     /* this rank's buffers come from weft_mem_alloc */
+static unsigned g_mem_calls; /* picks the layout of the next call's weft_mem buffers */
+
+/* Where one call's buffers are: from malloc, or from weft_mem_alloc, either in two regions
+ * of their own or both in one (send 8 bytes in, recv after it), so peers see buffers at
+ * offsets inside regions too. */
+struct bufs {
+	unsigned char *send, *recv;
+	void *reg[2]; /* weft_mem regions to free; NULL if none */
+};
+
+static int bufs_get(struct bufs *b, size_t bytes)
+{
+	memset(b, 0, sizeof(*b));
+	if (!g_mem) {
+		b->send = malloc(bytes + 8);
+		b->recv = malloc(bytes + 8);
+		return b->send != NULL && b->recv != NULL ? 0 : -1;
+	}
+	if ((g_mem_calls++ + (unsigned)g_rank) % 2 == 0) {
+		if (weft_mem_alloc(&b->reg[0], bytes + 8) != WEFT_OK ||
+		    weft_mem_alloc(&b->reg[1], bytes + 8) != WEFT_OK)
+			return -1;
+		b->send = b->reg[0];
+		b->recv = b->reg[1];
+		return 0;
+	}
+	if (weft_mem_alloc(&b->reg[0], 2 * bytes + 24) != WEFT_OK)
+		return -1;
+	b->send = (unsigned char *)b->reg[0] + 8;
+	b->recv = b->send + (bytes + 7) / 8 * 8;
+	return 0;
+}
+
+static void bufs_put(struct bufs *b)
+{
+	if (!g_mem) {
+		free(b->send);
+		free(b->recv);
+		return;
+	}
+	for (int k = 0; k < 2; k++) {
+		if (b->reg[k] != NULL && weft_mem_free(b->reg[k]) != WEFT_OK) {
+			fprintf(stderr, "rank %d: weft_mem_free failed\n", g_rank);
+			g_fail++;
+		}
+	}
+}
 
 static const char *dt_name(weft_dtype_t dt)
 {
@@ -85,19 +136,20 @@ static void one(weft_comm_t *comm, size_t count, weft_dtype_t dt, weft_op_t op, 
 		int async)
 {
 	size_t es = tv_dt_size(dt);
-	unsigned char *send = malloc(count * es + 8);
-	unsigned char *recv = malloc(count * es + 8);
+	struct bufs b;
+	unsigned char *send, *recv;
 	weft_request_t *req = NULL;
 	weft_status_t st;
 	size_t bad = 0, first_bad = 0;
 
-	if (send == NULL || recv == NULL) {
-		fprintf(stderr, "rank %d: out of memory\n", g_rank);
+	if (bufs_get(&b, count * es) != 0) {
+		fprintf(stderr, "rank %d: out of %s memory\n", g_rank, g_mem ? "weft_mem" : "heap");
 		g_fail++;
-		free(send);
-		free(recv);
+		bufs_put(&b);
 		return;
 	}
+	send = b.send;
+	recv = b.recv;
 	for (size_t i = 0; i < count; i++) {
 		tv_put(send, dt, i, input(op, dt, g_rank, i));
 		tv_put(recv, dt, i, 99); /* must be overwritten */
@@ -115,9 +167,9 @@ static void one(weft_comm_t *comm, size_t count, weft_dtype_t dt, weft_op_t op, 
 			st = WEFT_ERR_PROTOCOL;
 	}
 	if (st != WEFT_OK) {
-		fprintf(stderr, "rank %d: allreduce %s %s count %zu %s %s failed: %s: %s\n", g_rank,
-			dt_name(dt), op_name(op), count, in_place ? "in-place" : "out",
-			async ? "async" : "blocking", weft_strerror(st),
+		fprintf(stderr, "rank %d: allreduce %s %s count %zu %s %s%s failed: %s: %s\n",
+			g_rank, dt_name(dt), op_name(op), count, in_place ? "in-place" : "out",
+			async ? "async" : "blocking", g_mem ? " weft_mem" : "", weft_strerror(st),
 			weft_comm_last_error(comm));
 		g_fail++;
 	} else {
@@ -131,16 +183,15 @@ static void one(weft_comm_t *comm, size_t count, weft_dtype_t dt, weft_op_t op, 
 		if (bad > 0) {
 			fprintf(
 			    stderr,
-			    "rank %d: allreduce %s %s count %zu %s %s: %zu wrong, first at %zu: "
+			    "rank %d: allreduce %s %s count %zu %s %s%s: %zu wrong, first at %zu: "
 			    "got %g want %g\n",
 			    g_rank, dt_name(dt), op_name(op), count, in_place ? "in-place" : "out",
-			    async ? "async" : "blocking", bad, first_bad,
+			    async ? "async" : "blocking", g_mem ? " weft_mem" : "", bad, first_bad,
 			    tv_get(recv, dt, first_bad), wrap(dt, expected(op, dt, first_bad)));
 			g_fail++;
 		}
 	}
-	free(send);
-	free(recv);
+	bufs_put(&b);
 }
 
 static int timeout_mode(weft_comm_t *comm)
@@ -175,9 +226,16 @@ static int timeout_mode(weft_comm_t *comm)
 int main(int argc, char **argv)
 {
 	static const size_t counts[] = {0, 1, 7, 1000};
+	/* Fewer elements than ranks (empty shares), odd counts, and shares of several 64 KiB
+	 * pieces with a short last one. */
+	static const size_t more_counts[] = {2, 3, 5, 13, 16411, 100003};
+	size_t all_counts[sizeof(counts) / sizeof(counts[0]) +
+			  sizeof(more_counts) / sizeof(more_counts[0])];
+	size_t ncounts = 0;
 	weft_comm_t *comm = NULL;
 	weft_status_t st;
-	int die_at = -1, quick = 0, big = 1;
+	int die_at = -1, quick = 0, big = 1, more = 0;
+	long mem_mask = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--die-at") == 0 && i + 1 < argc)
@@ -186,12 +244,25 @@ int main(int argc, char **argv)
 			quick = 1;
 		else if (strcmp(argv[i], "--no-big") == 0)
 			big = 0;
+		else if (strcmp(argv[i], "--more-counts") == 0)
+			more = 1;
+		else if (strcmp(argv[i], "--mem") == 0)
+			mem_mask = -1;
+		else if (strcmp(argv[i], "--mem-mask") == 0 && i + 1 < argc)
+			mem_mask = strtol(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--timeout") != 0) {
-			fprintf(stderr, "usage: %s [--quick] [--no-big] [--timeout] [--die-at N]\n",
-				argv[0]);
+			fprintf(
+			    stderr,
+			    "usage: %s [--quick] [--no-big] [--more-counts] [--mem | --mem-mask M] "
+			    "[--timeout] [--die-at N]\n",
+			    argv[0]);
 			return 2;
 		}
 	}
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+		all_counts[ncounts++] = counts[c];
+	for (size_t c = 0; more && c < sizeof(more_counts) / sizeof(more_counts[0]); c++)
+		all_counts[ncounts++] = more_counts[c];
 	st = weft_init(&comm);
 	if (st != WEFT_OK) {
 		fprintf(stderr, "weft_init failed: %s\n", weft_strerror(st));
@@ -199,6 +270,7 @@ int main(int argc, char **argv)
 	}
 	g_rank = weft_comm_rank(comm);
 	g_size = weft_comm_size(comm);
+	g_mem = g_rank < 63 && ((unsigned long)mem_mask >> g_rank & 1);
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--timeout") == 0) {
 			int rc = timeout_mode(comm);
@@ -223,11 +295,11 @@ int main(int argc, char **argv)
 	}
 	for (int dt = 0; dt < WEFT_DTYPE_COUNT_; dt++) {
 		for (int op = 0; op < WEFT_OP_COUNT_; op++) {
-			for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+			for (size_t c = 0; c < ncounts; c++) {
 				for (int mode = 0; mode < 4; mode++) {
 					if (quick && mode != (int)((dt + op + c) % 4))
 						continue;
-					one(comm, counts[c], (weft_dtype_t)dt, (weft_op_t)op,
+					one(comm, all_counts[c], (weft_dtype_t)dt, (weft_op_t)op,
 					    mode & 1, mode >> 1);
 				}
 			}

@@ -24,6 +24,7 @@ struct opts {
 	int op;
 	const char *json, *csv, *svg;
 	int corrupt_rank; /* WEFT_PERF_CORRUPT (tests only); -1: none */
+	bool reg;	  /* -R 1: buffers from weft_mem_alloc */
 };
 
 /* One collective at one size: the buffers of every in-flight slot and how to post it. */
@@ -36,6 +37,7 @@ struct run {
 	size_t count, es;
 	size_t send_elems, recv_elems; /* 0: this rank passes NULL */
 	int slots;
+	bool reg; /* buffers from weft_mem_alloc */
 	void *send;
 	void *recv[PERF_MAX_ASYNC];
 	weft_request_t *reqs[2 * PERF_MAX_ASYNC];
@@ -65,6 +67,8 @@ static void usage(FILE *f, const char *prog)
 	    "  -r, --root R           root of broadcast, reduce, gather, scatter (default 0)\n"
 	    "  -a, --async N          N operations in flight (posted with requests, then\n"
 	    "                         waitall); 0 = blocking calls (default 0)\n"
+	    "  -R, --register 0|1     1: buffers from weft_mem_alloc, which the ranks of a\n"
+	    "                         host reach directly (default 0: malloc)\n"
 	    "      --json FILE        write the rows and run metadata as JSON\n"
 	    "      --csv FILE         write the rows as CSV (header line, one line per row)\n"
 	    "      --plot FILE.svg    draw busbw and latency against size (SVG)\n"
@@ -166,6 +170,7 @@ static const struct option long_opts[] = {
     {"op", required_argument, NULL, 'o'},
     {"root", required_argument, NULL, 'r'},
     {"async", required_argument, NULL, 'a'},
+    {"register", required_argument, NULL, 'R'},
     {"json", required_argument, NULL, OPT_JSON},
     {"csv", required_argument, NULL, OPT_CSV},
     {"plot", required_argument, NULL, OPT_PLOT},
@@ -207,6 +212,11 @@ static int parse_opt(int c, const char *arg, const char *prog, struct opts *o)
 		if (!parse_int(arg, 0, 1, &v))
 			return bad(prog, "bad -c '%s' (0 or 1)", arg);
 		o->check = v == 1;
+		return -1;
+	case 'R':
+		if (!parse_int(arg, 0, 1, &v))
+			return bad(prog, "bad -R '%s' (0 or 1)", arg);
+		o->reg = v == 1;
 		return -1;
 	case 'd':
 		o->all_dtypes = strcmp(arg, "all") == 0;
@@ -268,7 +278,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			   .check = true,
 			   .dtype = WEFT_FLOAT32,
 			   .op = WEFT_SUM};
-	while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:a:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:a:R:h", long_opts, NULL)) != -1) {
 		ret = parse_opt(c, optarg, prog, o);
 		if (ret >= 0)
 			return ret;
@@ -450,12 +460,29 @@ static void buffer_shapes(struct run *r)
 	}
 }
 
+static void *buf_alloc(const struct run *r, size_t bytes)
+{
+	void *p = NULL;
+
+	if (!r->reg)
+		return malloc(bytes);
+	return weft_mem_alloc(&p, bytes) == WEFT_OK ? p : NULL;
+}
+
+static void buf_free(const struct run *r, void *p)
+{
+	if (r->reg)
+		weft_mem_free(p);
+	else
+		free(p);
+}
+
 static void free_bufs(struct run *r)
 {
-	free(r->send);
+	buf_free(r, r->send);
 	r->send = NULL;
 	for (int s = 0; s < PERF_MAX_ASYNC; s++) {
-		free(r->recv[s]);
+		buf_free(r, r->recv[s]);
 		r->recv[s] = NULL;
 	}
 }
@@ -468,7 +495,7 @@ static int fill_bufs(struct run *r)
 	int src = r->coll == PERF_SCATTER ? r->root : r->rank;
 
 	if (r->send_elems > 0) {
-		r->send = malloc(r->send_elems * r->es);
+		r->send = buf_alloc(r, r->send_elems * r->es);
 		if (r->send == NULL)
 			return -1;
 		for (size_t i = 0; i < r->send_elems; i++)
@@ -477,7 +504,7 @@ static int fill_bufs(struct run *r)
 	if (r->recv_elems == 0)
 		return 0;
 	for (int s = 0; s < nbuf; s++) {
-		r->recv[s] = malloc(r->recv_elems * r->es);
+		r->recv[s] = buf_alloc(r, r->recv_elems * r->es);
 		if (r->recv[s] == NULL)
 			return -1;
 		for (size_t i = 0; i < r->recv_elems; i++) {
@@ -655,6 +682,7 @@ static int one(struct sweep *s, enum perf_coll c, weft_dtype_t t, int op, size_t
 			  .root = s->o->root,
 			  .es = perf_dtype_size(t),
 			  .slots = s->o->async,
+			  .reg = s->o->reg,
 			  .gen = {.dtype = t, .op = op, .nranks = s->n}};
 	if (perf_coll_has_root(c))
 		row.root = s->o->root;

@@ -46,6 +46,8 @@ static void usage(FILE *out)
 	    "  --compress FMT     none, bf16, fp16 (float32 allreduce)\n"
 	    "  --slots[=BYTES]    the ranks share slots of BYTES (one host, shm; default %zu):\n"
 	    "                     the slots algorithms become possible (--algo slots sets it)\n"
+	    "  --mem              buffers in weft_mem_alloc memory (with slots: allreduce may\n"
+	    "                     go direct; --algo direct sets both)\n"
 	    "  --cost A,B,G       alpha in us, link GB/s, reduce GB/s: choose by cost, simulate\n"
 	    "  --dot              Graphviz instead of text\n"
 	    "  --all-ranks        every rank's plan (with --dot: clusters and message edges)\n"
@@ -170,6 +172,7 @@ enum {
 	O_SEG,
 	O_COMPRESS,
 	O_SLOTS,
+	O_MEM,
 	O_COST,
 	O_DOT,
 	O_ALL,
@@ -190,6 +193,7 @@ static const struct option long_opts[] = {
     {"seg-bytes", required_argument, NULL, O_SEG},
     {"compress", required_argument, NULL, O_COMPRESS},
     {"slots", optional_argument, NULL, O_SLOTS},
+    {"mem", no_argument, NULL, O_MEM},
     {"cost", required_argument, NULL, O_COST},
     {"dot", no_argument, NULL, O_DOT},
     {"all-ranks", no_argument, NULL, O_ALL},
@@ -242,6 +246,9 @@ static int parse_opt(opts_t *o, int c, const char *v, int *peer_set)
 	case O_INPLACE:
 		o->a.in_place = 1;
 		return -1;
+	case O_MEM:
+		o->a.mem = 1;
+		return -1;
 	case O_DOT:
 		o->dot = 1;
 		return -1;
@@ -287,8 +294,11 @@ static int parse_args(opts_t *o, int argc, char **argv)
 	if (coll < 0)
 		return bad("unknown collective '%s' (see --list)", argv[optind]);
 	o->a.coll = (wt_sched_coll_t)coll;
-	if (o->algo && strcasecmp(o->algo, "slots") == 0 && !o->a.slot_bytes)
+	if (o->algo && (strcasecmp(o->algo, "slots") == 0 || strcasecmp(o->algo, "direct") == 0) &&
+	    !o->a.slot_bytes)
 		o->a.slot_bytes = wt_sched_slot_capacity(DEFAULT_SLOT_REGION);
+	if (o->algo && strcasecmp(o->algo, "direct") == 0)
+		o->a.mem = 1;
 	if (!peer_set)
 		o->a.peer = coll == WT_COLL_RECV ? (o->a.rank + o->a.size - 1) % o->a.size
 						 : (o->a.rank + 1) % o->a.size;
@@ -468,14 +478,15 @@ static int is_recv(const wt_sched_step_t *s)
 static int is_slot_sync(const wt_sched_step_t *s)
 {
 	return s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT ||
-	       s->type == WT_SCHED_SLOT_DONE;
+	       s->type == WT_SCHED_SLOT_DONE || s->type == WT_SCHED_SLOT_DRAIN;
 }
 
 static const char *dot_shape(const wt_sched_step_t *s)
 {
 	if (s->type == WT_SCHED_SEND || s->type == WT_SCHED_SLOT_PUT)
 		return "box";
-	if (is_recv(s) || s->type == WT_SCHED_SLOT_WAIT || s->type == WT_SCHED_SLOT_FREE)
+	if (is_recv(s) || s->type == WT_SCHED_SLOT_WAIT || s->type == WT_SCHED_SLOT_FREE ||
+	    s->type == WT_SCHED_SLOT_DRAIN)
 		return "ellipse";
 	if (s->type == WT_SCHED_NOP || s->type == WT_SCHED_SLOT_DONE)
 		return "point";
@@ -492,11 +503,18 @@ static void dot_node(const wt_sched_plan_t *p, size_t i, int rank, const char *i
 		printf("\\nto %d #%u", (int)s->peer, s->msg);
 	else if (is_recv(s))
 		printf("\\nfrom %d #%u", (int)s->peer, s->msg);
-	else if (s->type == WT_SCHED_SLOT_WAIT || s->type == WT_SCHED_SLOT_FREE)
+	else if (s->type == WT_SCHED_SLOT_WAIT || s->type == WT_SCHED_SLOT_FREE ||
+		 s->type == WT_SCHED_SLOT_DRAIN)
 		printf("\\nrank %d", (int)s->peer);
-	if (s->type != WT_SCHED_NOP && !is_slot_sync(s))
+	if (s->type == WT_SCHED_PEER_WRITE)
+		printf("\\n%s of %d[%zu+%zu]", wt_sched_buf_name((wt_sched_buf_t)s->buf),
+		       (int)s->peer, s->off, s->len);
+	else if (s->type != WT_SCHED_NOP && !is_slot_sync(s))
 		printf("\\n%s[%zu+%zu]", wt_sched_buf_name((wt_sched_buf_t)s->buf), s->off, s->len);
-	if (s->type == WT_SCHED_SLOT_COPY || s->type == WT_SCHED_SLOT_REDUCE)
+	if (s->type == WT_SCHED_PEER_READ || s->type == WT_SCHED_PEER_REDUCE)
+		printf("\\n<- %s of %d[%zu+%zu]", wt_sched_buf_name((wt_sched_buf_t)s->src_buf),
+		       (int)s->peer, s->src_off, s->len);
+	else if (s->type == WT_SCHED_SLOT_COPY || s->type == WT_SCHED_SLOT_REDUCE)
 		printf("\\n<- SLOT of %d[%zu+%zu]", (int)s->peer, s->src_off, s->len);
 	else if (s->type != WT_SCHED_NOP && s->type != WT_SCHED_SEND && !is_recv(s) &&
 		 s->type != WT_SCHED_DIV && !is_slot_sync(s))
@@ -707,6 +725,7 @@ static float step_cost(const wt_sched_step_t *st, const wt_sched_cost_t *c)
 	case WT_SCHED_SLOT_FREE:
 	case WT_SCHED_SLOT_WAIT:
 	case WT_SCHED_SLOT_DONE:
+	case WT_SCHED_SLOT_DRAIN:
 		return 0;
 	default:
 		return (float)((double)st->len * c->gamma);

@@ -1,23 +1,7 @@
 #!/usr/bin/env bash
 # weft-perf integration cases (tests/integration): runs the benchmark under weftrun and checks
 # its table, JSON, CSV and SVG. Usage: weft_perf_test.sh CASE WEFTRUN WEFT_PERF
-set -u
-case_name=$1
-weftrun=$2
-perf=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-err=$dir/err
-
-fail() {
-	echo "FAIL ($case_name): $*" >&2
-	echo "--- stdout:" >&2
-	head -60 "$out" >&2
-	echo "--- stderr:" >&2
-	head -20 "$err" >&2
-	exit 1
-}
+. "$(dirname "$0")/prelude.sh"
 
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
 
