@@ -425,6 +425,9 @@ static void exec_peer(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	unsigned which = write ? s->buf : s->src_buf;
 	size_t poff = write ? s->off : s->src_off;
 	uint8_t *local = write ? bind(ex, s->src_buf, s->src_off) : bind(ex, s->buf, s->off);
+	/* The left operand of a reduction: dst itself, or our SEND at the peer's offset. */
+	const uint8_t *left =
+	    s->wire == WT_SCHED_PEER_FROM_SEND ? bind(ex, WT_SCHED_BUF_SEND, s->src_off) : local;
 	wt_util_umem_desc_t d;
 	uint8_t *remote, *src;
 	weft_status_t st;
@@ -440,8 +443,8 @@ static void exec_peer(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		else if (s->type == WT_SCHED_PEER_READ)
 			memcpy(local, remote + poff, s->len);
 		else
-			wt_util_reduce(local, remote + poff, s->len / ex->elem, ex->dtype,
-				       ex->wire_op);
+			wt_util_reduce3(local, left, remote + poff, s->len / ex->elem, ex->dtype,
+					ex->wire_op);
 		return;
 	}
 	src = s->type == WT_SCHED_PEER_REDUCE ? bounce_of(ex, s->len) : local;
@@ -459,7 +462,7 @@ static void exec_peer(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		return;
 	}
 	if (s->type == WT_SCHED_PEER_REDUCE)
-		wt_util_reduce(local, src, s->len / ex->elem, ex->dtype, ex->wire_op);
+		wt_util_reduce3(local, left, src, s->len / ex->elem, ex->dtype, ex->wire_op);
 }
 
 static void exec_post(wt_sched_exec_t *ex, uint32_t i, const wt_sched_step_t *s)

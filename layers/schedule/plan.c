@@ -569,6 +569,17 @@ int wt_sched_peer_write(wt_sched_plan_t *p, int peer, size_t peer_off, wt_sched_
 			 len, ndeps, deps);
 }
 
+int wt_sched_peer_reduce_send(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
+			      size_t peer_off, size_t len, int ndeps, const int *deps)
+{
+	int id = wt_sched_peer_reduce(p, dst, dst_off, peer, WT_SCHED_BUF_SEND, peer_off, len,
+				      ndeps, deps);
+
+	if (id >= 0)
+		p->steps[id].wire = WT_SCHED_PEER_FROM_SEND;
+	return id;
+}
+
 int wt_sched_peer_write_stream(wt_sched_plan_t *p, int peer, size_t peer_off, wt_sched_buf_t src,
 			       size_t src_off, size_t len, int ndeps, const int *deps)
 {
@@ -928,6 +939,16 @@ static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 	    s->wire != WT_SCHED_COPY_STREAM) {
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: %s with hint %u", i,
 			      wt_sched_step_type_name(s->type), s->wire);
+		return p->err;
+	}
+	/* Our own SEND is read at the peer's offset: the same range of a buffer of the same
+	 * size, which the peer-range check below covers. */
+	if (s->type == WT_SCHED_PEER_REDUCE && s->wire != 0 &&
+	    (s->wire != WT_SCHED_PEER_FROM_SEND || s->src_buf != WT_SCHED_BUF_SEND)) {
+		wt_sched_fail(
+		    p, WEFT_ERR_INVALID_ARG,
+		    "step %zu: PEER_REDUCE with hint %u (from SEND needs the peer's SEND)", i,
+		    s->wire);
 		return p->err;
 	}
 	if (step_reads(p, s, &rb, &roff, &rlen) && check_buf(p, i, "source", rb, roff, rlen))
@@ -1332,6 +1353,8 @@ static void dump_step(const wt_sched_plan_t *p, size_t i, FILE *out)
 			(int)s->peer, s->off, s->len, wt_sched_buf_name(s->src_buf), s->src_off);
 	else if (s->type != WT_SCHED_NOP && !step_is_slot_sync(s))
 		fprintf(out, " %s[%zu+%zu]", wt_sched_buf_name(s->buf), s->off, s->len);
+	if (s->type == WT_SCHED_PEER_REDUCE && s->wire == WT_SCHED_PEER_FROM_SEND)
+		fprintf(out, " = SEND[%zu] op", s->src_off);
 	if (s->type == WT_SCHED_PEER_READ || s->type == WT_SCHED_PEER_REDUCE)
 		fprintf(out, " <- %s of %d[%zu]", wt_sched_buf_name(s->src_buf), (int)s->peer,
 			s->src_off);

@@ -124,7 +124,8 @@ typedef struct {
 	uint8_t buf;		   /* wt_sched_buf_t: destination (or source for SEND) */
 	uint8_t src_buf;	   /* REDUCE / COPY / NARROW / WIDEN / REDUCE_WIDEN source */
 	uint8_t wire;		   /* NARROW / WIDEN / REDUCE_WIDEN: weft_dtype_t, 16-bit;
-				    * COPY, PEER_WRITE: WT_SCHED_COPY_STREAM or 0 */
+				    * COPY, PEER_WRITE: WT_SCHED_COPY_STREAM or 0;
+				    * PEER_REDUCE: WT_SCHED_PEER_FROM_SEND or 0 */
 	int32_t peer;		   /* SEND / RECV* / SLOT_* but PUT, DONE: communicator rank */
 	uint32_t msg;		   /* SEND / RECV*: index among messages to/from that peer */
 	size_t off, src_off, len;  /* bytes */
@@ -220,6 +221,12 @@ int wt_sched_peer_read(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, i
 int wt_sched_peer_reduce(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
 			 wt_sched_buf_t peer_buf, size_t peer_off, size_t len, int ndeps,
 			 const int *deps);
+/* dst = our SEND bytes at peer_off op the peer's (hint WT_SCHED_PEER_FROM_SEND): the first
+ * term of a sum taken from our own input in the same pass, instead of a copy before it.
+ * peer_buf must be SEND. */
+#define WT_SCHED_PEER_FROM_SEND 2
+int wt_sched_peer_reduce_send(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
+			      size_t peer_off, size_t len, int ndeps, const int *deps);
 /* peer's RECV [peer_off, +len) = our src bytes. */
 int wt_sched_peer_write(wt_sched_plan_t *p, int peer, size_t peer_off, wt_sched_buf_t src,
 			size_t src_off, size_t len, int ndeps, const int *deps);

@@ -46,13 +46,20 @@ static void direct_piece(const wt_sched_args_t *a, wt_sched_plan_t *p, const int
 {
 	int acc, n = a->size, stream = a->count * wt_util_dtype_size(a->dtype) >= DIRECT_STREAM_MIN;
 
-	acc = wt_sched_copy(p, WT_SCHED_BUF_SCRATCH, 0, WT_SCHED_BUF_SEND, off, len, *nprev, prev);
-	*nprev = 0;
 	for (int i = 1; i < n; i++) {
-		int q = (a->rank + i) % n, deps[2] = {wait_of[q], acc};
+		int q = (a->rank + i) % n;
 
-		acc = wt_sched_peer_reduce(p, WT_SCHED_BUF_SCRATCH, 0, q, WT_SCHED_BUF_SEND, off,
-					   len, 2, deps);
+		if (i == 1) { /* scratch = our input op the first peer's: no copy first */
+			prev[(*nprev)++] = wait_of[q];
+			acc = wt_sched_peer_reduce_send(p, WT_SCHED_BUF_SCRATCH, 0, q, off, len,
+							*nprev, prev);
+			*nprev = 0;
+		} else {
+			int deps[2] = {wait_of[q], acc};
+
+			acc = wt_sched_peer_reduce(p, WT_SCHED_BUF_SCRATCH, 0, q, WT_SCHED_BUF_SEND,
+						   off, len, 2, deps);
+		}
 	}
 	if (a->op == WEFT_AVG)
 		acc = wt_sched_div(p, WT_SCHED_BUF_SCRATCH, 0, len, 1, &acc);
@@ -76,8 +83,8 @@ weft_status_t wt_sched_allreduce_direct(const wt_sched_args_t *a, wt_sched_plan_
 			      "(not all on one host over shm)");
 		return WEFT_ERR_UNSUPPORTED;
 	}
-	/* wait_of, then the previous piece's scratch readers (n of them) */
-	wait_of = malloc((size_t)a->size * 2 * sizeof(*wait_of));
+	/* wait_of, then the previous piece's scratch readers (n of them) and a wait */
+	wait_of = malloc(((size_t)a->size * 2 + 1) * sizeof(*wait_of));
 	if (!wait_of) {
 		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "direct: out of memory for %d ranks", a->size);
 		return WEFT_ERR_NO_MEMORY;

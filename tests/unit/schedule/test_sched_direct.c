@@ -172,7 +172,7 @@ static void test_plan_shape(void **state)
 {
 	wt_sched_args_t a = st_args(WT_COLL_ALLREDUCE, 300000, WEFT_FLOAT32, WEFT_AVG, 1, 3, 0, 0);
 	wt_sched_plan_t *p;
-	size_t n, reads = 0, writes = 0, drains = 0, divs = 0, streams = 0;
+	size_t n, reads = 0, writes = 0, drains = 0, divs = 0, streams = 0, firsts = 0;
 	int done_at = -1;
 
 	(void)state;
@@ -200,6 +200,14 @@ static void test_plan_shape(void **state)
 		}
 		if (s->type == WT_SCHED_PEER_REDUCE || s->type == WT_SCHED_DIV)
 			assert_int_equal(s->buf, WT_SCHED_BUF_SCRATCH);
+		/* each piece's first term comes from our SEND in the same pass, no copy */
+		if (s->type == WT_SCHED_PEER_REDUCE && s->wire == WT_SCHED_PEER_FROM_SEND) {
+			assert_int_equal(s->src_buf, WT_SCHED_BUF_SEND);
+			assert_int_equal(s->peer, 2);
+			firsts++;
+		}
+		if (s->type == WT_SCHED_COPY)
+			assert_int_not_equal(s->buf, WT_SCHED_BUF_SCRATCH);
 		if (s->type == WT_SCHED_COPY && s->buf == WT_SCHED_BUF_RECV) {
 			assert_int_equal(s->src_buf, WT_SCHED_BUF_SCRATCH);
 			assert_true(s->off >= 100000 * 4 && s->off + s->len <= 200000 * 4);
@@ -211,6 +219,7 @@ static void test_plan_shape(void **state)
 	}
 	assert_int_equal(wt_sched_plan_scratch_bytes(p), 65536);
 	assert_int_equal(streams, 7);
+	assert_int_equal(firsts, 7);
 	/* share 1 of 3 = 400000 bytes in 64 KiB pieces: 7 pieces, 2 peers each */
 	assert_int_equal(divs, 7);
 	assert_int_equal(reads, 14);
