@@ -20,10 +20,14 @@
 #define WT_API_HOSTID_MAX 300 /* a host identity string, with its NUL */
 /* Shared slots (slots.c): the channel's slot area of each rank is cut into regions of this
  * many bytes, one per communicator that uses slots, at most 64. */
-#define WT_API_SLOT_REGION ((size_t)64 * 1024)
+#define WT_API_SLOT_REGION ((size_t)1024 * 1024)
 /* The longest a blocking collective watches slot flags inside its start (request.c). */
 #define WT_API_INLINE_SPIN_US 5
 #define WT_API_SLOT_MAX_REGIONS 64
+/* A message between ranks of a host with more ranks than cores waits for its receiver to be
+ * scheduled: without WEFT_COST_SHM the shm alpha is this many times larger then (4 ranks on
+ * 2 cores: rabenseifner's four rounds measured 45 us for 16 KiB, alpha ~10 us). */
+#define WT_API_OVERSUB_ALPHA 6.5
 
 typedef struct wt_api_ctx wt_api_ctx_t;
 
@@ -43,6 +47,7 @@ typedef struct {
 	int yield_us;		  /* WEFT_YIELD_US: sched_yield-poll budget after spinning */
 	int compress;		  /* WEFT_COMPRESS: wt_sched_compress_t for float32 allreduce */
 	wt_sched_cost_t cost_shm; /* WEFT_COST_SHM: alpha-beta-gamma of shm links */
+	int cost_shm_set;	  /* WEFT_COST_SHM was given (else oversubscription scales it) */
 	wt_sched_cost_t cost_tcp; /* WEFT_COST_TCP: of tcp (and every other) link */
 	int check;		  /* WEFT_CHECK: compare collective arguments across ranks */
 } wt_api_config_t;

@@ -298,6 +298,8 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 	st = read_algo(c, err, errlen);
 	if (st == WEFT_OK)
 		st = read_cost("WEFT_COST_SHM", &cost_shm_default, &c->cost_shm, err, errlen);
+	c->cost_shm_set =
+	    wt_util_env_str("WEFT_COST_SHM") != NULL && wt_util_env_str("WEFT_COST_SHM")[0] != '\0';
 	if (st == WEFT_OK)
 		st = read_cost("WEFT_COST_TCP", &cost_tcp_default, &c->cost_tcp, err, errlen);
 	if (st != WEFT_OK)
@@ -1040,6 +1042,10 @@ static weft_status_t ctx_connect(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char
 	wt_api_slots_init(ctx);
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	ctx->oversubscribed = ncpu > 0 && ctx->local_size > ncpu;
+	/* Every rank of a host sees the same counts, so the choices of a communicator of one
+	 * host still agree. */
+	if (ctx->oversubscribed && !ctx->cfg.cost_shm_set)
+		ctx->cfg.cost_shm.alpha *= WT_API_OVERSUB_ALPHA;
 	st = start_progress(ctx, err, errlen);
 	if (st == WEFT_OK)
 		st = init_barrier(ctx, err, errlen);

@@ -17,7 +17,7 @@
 #define MAX_RANKS (1 << 20) /* message keys pack two ranks in 20 bits each */
 #define DOT_MAX_RANKS 512
 /* --slots without a size: what a communicator of one host gets (a 64 KiB region). */
-#define DEFAULT_SLOT_REGION ((size_t)64 * 1024)
+#define DEFAULT_SLOT_REGION ((size_t)1024 * 1024)
 
 typedef struct {
 	wt_sched_args_t a;

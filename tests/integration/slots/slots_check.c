@@ -441,6 +441,45 @@ static void section_expect(weft_comm_t *world, const char *expect)
 	       CALLS, (unsigned long long)(after - before), expect);
 }
 
+/* Mid sizes, up to a slot's capacity (256 KiB slots): every collective checked exactly, in
+ * place and not, float32 sum and int32 max. When WEFT_ALGO=slots forces them, none of these
+ * calls may move a frame. */
+static void section_mid(weft_comm_t *world)
+{
+	const char *algo = getenv("WEFT_ALGO");
+	/* elements per rank block; the largest alltoall / allgather fills a 256 KiB slot */
+	static const size_t counts[] = {1000, 16384, 65000};
+	int n = weft_comm_size(world);
+	unsigned salt = 7000;
+	uint64_t before, after;
+
+	check_status(world, weft_barrier(world, NULL), "barrier");
+	before = frames_sent(world);
+	for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !g_fail; ci++) {
+		size_t c = counts[ci], per = c / (size_t)n;
+
+		for (int ip = 0; ip < 2; ip++) {
+			do_allreduce(world, WEFT_FLOAT32, WEFT_SUM, c, ip, salt++);
+			do_allreduce(world, WEFT_INT32, WEFT_MAX, c, ip, salt++);
+			do_reduce_scatter(world, WEFT_FLOAT32, WEFT_SUM, per, ip, salt++);
+			do_reduce(world, WEFT_INT32, WEFT_SUM, c, (int)(salt % (unsigned)n), ip,
+				  salt);
+			salt++;
+			do_allgather(world, WEFT_FLOAT32, per, ip, salt++);
+			do_alltoall(world, WEFT_INT32, per, ip, salt++);
+		}
+		do_broadcast(world, WEFT_FLOAT32, c, (int)(salt % (unsigned)n), salt);
+		salt++;
+	}
+	after = frames_sent(world);
+	/* the barriers and heartbeats are all that may move */
+	if (algo != NULL && strcmp(algo, "slots") == 0 && after - before > 40)
+		fail("%llu frames for mid-size calls forced into the slots",
+		     (unsigned long long)(after - before));
+	printf("rank %d: mid-size calls sent %llu frames\n", g_rank,
+	       (unsigned long long)(after - before));
+}
+
 static double cpu_seconds(void)
 {
 	struct rusage ru;
@@ -518,7 +557,7 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr,
 				"usage: %s [--quick] [--no-big] [--late] [--expect slots|messages] "
-				"[--only dtypes|interleaved|subcomms]\n",
+				"[--only dtypes|interleaved|subcomms|mid]\n",
 				argv[0]);
 			return 2;
 		}
@@ -543,6 +582,8 @@ int main(int argc, char **argv)
 		section_interleaved(world, big);
 	if (!g_fail && (!only || strcmp(only, "subcomms") == 0))
 		section_subcomms(world);
+	if (!g_fail && (!only || strcmp(only, "mid") == 0))
+		section_mid(world);
 	if (!g_fail)
 		check_status(world, weft_barrier(world, NULL), "final barrier");
 	weft_comm_destroy(world);
