@@ -962,6 +962,10 @@ static void s_args(void)
 		fail("a failed call left *req set");
 	expect_invalid(weft_allgather(a, b, SIZE_MAX / 2, WEFT_INT32, g_comm, NULL),
 		       "allgather overflow", "overflow");
+	/* the first count whose size * count elements no longer fit */
+	expect_invalid(
+	    weft_allreduce(a, b, SIZE_MAX / 4 / (size_t)n + 1, WEFT_INT32, WEFT_SUM, g_comm, NULL),
+	    "allreduce overflow by one", "overflow");
 	expect_invalid(weft_reduce_scatter(a, b, 1, WEFT_INT32, (weft_op_t)17, g_comm, NULL),
 		       "reduce_scatter bad op", "op");
 	expect_invalid(weft_reduce_scatter(a, NULL, 1, WEFT_INT32, WEFT_SUM, g_comm, NULL),
