@@ -34,6 +34,8 @@ typedef struct {
 	uint32_t in_place;
 	uint32_t seq;
 	uint64_t count;
+	uint32_t mem; /* the buffers are weft_mem (allreduce may then go direct) */
+	uint32_t reserved;
 } wt_api_sig_t;
 
 /* ---- the context's communicators and each communicator's requests ---- */
@@ -712,6 +714,7 @@ static void sig_fill(wt_api_sig_t *s, const weft_comm_t *comm, const wt_sched_ar
 	/* The check itself takes comm->seq; the collective the next one. */
 	s->seq = comm->seq + 1;
 	s->count = args->count;
+	s->mem = (uint32_t)(args->mem != 0);
 }
 
 static const char *coll_name(uint32_t c)
@@ -752,6 +755,11 @@ static int sig_diff(const wt_api_sig_t *a, const wt_api_sig_t *b, int r, char *b
 	else if (b->root != a->root)
 		snprintf(buf, len, "rank %d passed root %d, rank 0 root %d", r, (int)b->root,
 			 (int)a->root);
+	else if (b->mem != a->mem)
+		snprintf(buf, len,
+			 "rank %d's buffers are %sweft_mem, rank 0's %s (keep a call's buffers in "
+			 "weft_mem_alloc memory on every rank or on none)",
+			 r, b->mem ? "" : "not ", a->mem ? "are" : "are not");
 	else
 		return 0;
 	return 1;

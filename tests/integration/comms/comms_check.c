@@ -496,6 +496,21 @@ static void mode_check(weft_comm_t *world)
 	expect_mismatch(world, st, "collective kind", needle);
 	st = weft_broadcast(b, 200, WEFT_INT64, g_rank == 1 ? 1 : 0, world, NULL);
 	expect_mismatch(world, st, "root", "rank 1 passed root 1");
+	/* Buffers from weft_mem_alloc on one rank only: the ranks could choose different
+	 * algorithms (direct needs them on all), so the check refuses the call. */
+	{
+		int64_t *m = NULL;
+
+		expect_st(weft_mem_alloc((void **)&m, 4096), WEFT_OK, "weft_mem_alloc", world);
+		if (m != NULL) {
+			fill(m, 200);
+			st = weft_allreduce(g_rank == 1 ? m : b, g_rank == 1 ? m : b, 200,
+					    WEFT_INT64, WEFT_SUM, world, NULL);
+			expect_mismatch(world, st, "weft_mem on one rank",
+					"rank 1's buffers are weft_mem, rank 0's are not");
+			expect_st(weft_mem_free(m), WEFT_OK, "weft_mem_free", world);
+		}
+	}
 	/* Agreeing calls still work, async too. */
 	{
 		weft_request_t *r = NULL;
