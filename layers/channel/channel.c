@@ -21,10 +21,6 @@
 #define WT_CHAN_POLL_ROUNDS 4
 #define WT_CHAN_FRAME_IOV 8
 #define WT_CHAN_GET_CHUNK (256 * 1024)
-/* With more local ranks than cores, messages from this size on are still streamed. */
-#define WT_CHAN_STREAM_MIN ((uint64_t)4 << 20)
-/* ... and so are messages with at least this many more receives posted behind them. */
-#define WT_CHAN_STREAM_DEPTH 8
 #define WT_CHAN_MSG_LEN 192
 #define WT_CHAN_SEND_IOV 4
 /* Heartbeat bookkeeping runs at most this often, however often progress is called. */
@@ -188,8 +184,6 @@ struct wt_chan {
 	uint64_t now;	    /* coarse clock, refreshed by every progress call */
 	uint64_t last_tick; /* when heartbeat bookkeeping last ran */
 	int greet;	    /* a peer was routed: greet it at the next progress call */
-	int get_peers;	    /* peers routed over a link that can get (the local ranks but us) */
-	long ncpu;	    /* online CPUs, for the rendezvous policy */
 	int rndv_get;	    /* WEFT_RNDV_GET: RNDV_AUTO, or 0 / 1 forced */
 	uint64_t hb_sent, hb_recv;
 };
@@ -997,23 +991,19 @@ static weft_status_t rndv_get(wt_chan_t *ch, wt_chan_op_t *op, int *committed)
 
 /* Get or stream? A get (CMA) is one copy, but the kernel pins the sender's pages one by one
  * and copies at a third to a half of memcpy speed. Streaming costs two user-space copies (into
- * the ring, out of it or reduced straight from it), done by sender and receiver at once on
- * two cores and through cache, so it moves large messages 2-3 times faster while every local
- * rank has a core. With more local ranks than cores the sender is often not running when
- * the receiver asks: for a message of a few hundred KiB the one-sided get, which needs nobody
- * else, wins; from WT_CHAN_STREAM_MIN on, or in a deep pipeline of segments (many receives
- * from that peer posted), the ring's pipeline still comes out ahead (4 ranks on 2 cores, 64 MiB
- * allreduce: 33 ms streamed, 50 ms by get). WEFT_RNDV_GET forces either. */
+ * the ring, out of it or reduced straight from it), done by sender and receiver at once and
+ * through cache, so it moves large messages 2-3 times faster while every local rank has a
+ * core. With more local ranks than cores the get, which needs nobody else running, used to
+ * win for messages of a few hundred KiB; since the rings are populated at their first large
+ * frame it no longer does (4 ranks on 2 cores, alternating runs: allreduce 1 MiB 260-460 us
+ * streamed against 500-650 by get, 4 MiB 1.3-1.7 ms against 2.3-3.5, broadcast 2 MiB
+ * 160-204 us against 469-790; 8 ranks: allreduce 4 MiB 3.8-4.0 ms against 5.7-6.2). So
+ * automatic rendezvous always streams; WEFT_RNDV_GET=1 forces gets. */
 static int rndv_use_get(const wt_chan_t *ch, const wt_chan_op_t *op, const wt_link_ops_t *ops)
 {
 	if (!op->has_addr || !(ops->caps & WT_LINK_CAP_GET) || ops->get == NULL)
 		return 0;
-	if (ch->rndv_get != RNDV_AUTO)
-		return ch->rndv_get;
-	if (ch->ncpu > 0 && ch->get_peers + 1 <= ch->ncpu)
-		return 0;
-	return op->msg_len < WT_CHAN_STREAM_MIN &&
-	       ch->peers[op->peer].posted < WT_CHAN_STREAM_DEPTH;
+	return ch->rndv_get == RNDV_GET;
 }
 
 /* A receive matched an RTS: fetch the data with a get where that is faster (see above),
@@ -1985,7 +1975,6 @@ weft_status_t wt_chan_create(const wt_chan_config_t *cfg, wt_chan_t **out)
 	ch->size = cfg->size;
 	ch->eager_limit = cfg->eager_limit ? cfg->eager_limit : WT_CHAN_DEFAULT_EAGER;
 	ch->bhead = -1;
-	ch->ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	ch->free_slot = UINT32_MAX;
 	ch->nbuckets = 64;
 	ch->peers = calloc((size_t)cfg->size, sizeof(*ch->peers));
@@ -2055,7 +2044,6 @@ weft_status_t wt_chan_set_link(wt_chan_t *ch, int peer, wt_link_t *link)
 		p->last_rx = ch->now + grace - ch->hb_timeout_ns;
 		p->last_tx = 0; /* greet the peer at the next progress call */
 		ch->greet = 1;
-		ch->get_peers += (wt_link_ops(link)->caps & WT_LINK_CAP_GET) != 0;
 	}
 	if (ch->slot_link == NULL && (wt_link_ops(link)->caps & WT_LINK_CAP_SLOTS) &&
 	    wt_link_ops(link)->slot_area != NULL && wt_link_ops(link)->slot_wake != NULL)
