@@ -20,7 +20,7 @@
 #define WT_API_HOSTID_MAX 300 /* a host identity string, with its NUL */
 /* Shared slots (slots.c): the channel's slot area of each rank is cut into regions of this
  * many bytes, one per communicator that uses slots, at most 64. */
-#define WT_API_SLOT_REGION ((size_t)1024 * 1024)
+#define WT_API_SLOT_REGION ((size_t)(1024 + 4) * 1024)
 /* The longest a blocking collective watches slot flags inside its start (request.c). */
 #define WT_API_INLINE_SPIN_US 5
 #define WT_API_SLOT_MAX_REGIONS 64
@@ -28,6 +28,8 @@
  * scheduled: without WEFT_COST_SHM the shm alpha is this many times larger then (4 ranks on
  * 2 cores: rabenseifner's four rounds measured 45 us for 16 KiB, alpha ~10 us). */
 #define WT_API_OVERSUB_ALPHA 6.5
+/* ... and bytes read out of peers' slots cost this share of gamma (see wt_sched_cost_t). */
+#define WT_API_OVERSUB_SLOT_READ 0.3
 
 typedef struct wt_api_ctx wt_api_ctx_t;
 

@@ -1044,8 +1044,10 @@ static weft_status_t ctx_connect(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char
 	ctx->oversubscribed = ncpu > 0 && ctx->local_size > ncpu;
 	/* Every rank of a host sees the same counts, so the choices of a communicator of one
 	 * host still agree. */
-	if (ctx->oversubscribed && !ctx->cfg.cost_shm_set)
+	if (ctx->oversubscribed && !ctx->cfg.cost_shm_set) {
 		ctx->cfg.cost_shm.alpha *= WT_API_OVERSUB_ALPHA;
+		ctx->cfg.cost_shm.slot_read = WT_API_OVERSUB_SLOT_READ;
+	}
 	st = start_progress(ctx, err, errlen);
 	if (st == WEFT_OK)
 		st = init_barrier(ctx, err, errlen);

@@ -323,6 +323,13 @@ typedef struct {
 #define WT_SCHED_SLOT_ALPHA_PEER 0.02
 typedef struct wt_sched_cost {
 	double alpha, beta, gamma;
+	/* The share of gamma that a byte read out of a peer's slot costs (0 means 1). The API
+	 * lowers it with more local ranks than cores (WT_API_OVERSUB_SLOT_READ): the slots of a
+	 * call stay in the shared last-level cache and need no peer to be scheduled, while
+	 * every message does (4 ranks on 2 cores, 256 KiB allreduce: 53-55 us through slots,
+	 * 74-76 by rabenseifner; 8 ranks: 205-223 against 500-533). With a core per rank the
+	 * message path keeps up (2 ranks, 256 KiB: 22-35 us through slots, 18 by the ring). */
+	double slot_read;
 } wt_sched_cost_t;
 
 /* Choose the algorithm for args. spec is WEFT_ALGO: "" or NULL for automatic, "name" for

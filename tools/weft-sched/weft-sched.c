@@ -16,8 +16,9 @@
 
 #define MAX_RANKS (1 << 20) /* message keys pack two ranks in 20 bits each */
 #define DOT_MAX_RANKS 512
-/* --slots without a size: what a communicator of one host gets (a 64 KiB region). */
-#define DEFAULT_SLOT_REGION ((size_t)1024 * 1024)
+/* --slots without a size: what a communicator of one host gets (a region of 1 MiB + 4 KiB,
+ * as the library cuts its slot areas). */
+#define DEFAULT_SLOT_REGION ((size_t)(1024 + 4) * 1024)
 
 typedef struct {
 	wt_sched_args_t a;
@@ -48,7 +49,8 @@ static void usage(FILE *out)
 	    "                     the slots algorithms become possible (--algo slots sets it)\n"
 	    "  --mem              buffers in weft_mem_alloc memory (with slots: allreduce may\n"
 	    "                     go direct; --algo direct sets both)\n"
-	    "  --cost A,B,G       alpha in us, link GB/s, reduce GB/s: choose by cost, simulate\n"
+	    "  --cost A,B,G[,S]   alpha in us, link GB/s, reduce GB/s (and the share of gamma a\n"
+	    "                     byte read from a slot costs, default 1): choose by cost\n"
 	    "  --dot              Graphviz instead of text\n"
 	    "  --all-ranks        every rank's plan (with --dot: clusters and message edges)\n"
 	    "  --simulate         estimated time under the alpha-beta-gamma model\n"
@@ -113,17 +115,20 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 	return 0;
 }
 
+/* alpha_us,GBps,reduce_GBps[,slot_read]: the last the share of gamma a byte read from a
+ * peer's slot costs (the library uses 0.3 with more local ranks than cores, else 1). */
 static int parse_cost(const char *s, wt_sched_cost_t *c)
 {
-	double a, gb, rgb;
+	double a, gb, rgb, sr = 1;
 	char tail;
+	int n = sscanf(s, "%lf,%lf,%lf,%lf%c", &a, &gb, &rgb, &sr, &tail);
 
-	if (sscanf(s, "%lf,%lf,%lf%c", &a, &gb, &rgb, &tail) != 3 || !(a >= 0) || !(gb > 0) ||
-	    !(rgb > 0))
+	if ((n != 3 && n != 4) || !(a >= 0) || !(gb > 0) || !(rgb > 0) || !(sr > 0) || !(sr <= 1))
 		return -1;
 	c->alpha = a * 1e-6;
 	c->beta = 1 / (gb * 1e9);
 	c->gamma = 1 / (rgb * 1e9);
+	c->slot_read = sr;
 	return 0;
 }
 
@@ -241,7 +246,7 @@ static int parse_opt(opts_t *o, int c, const char *v, int *peer_set)
 	case O_COST:
 		o->has_cost = 1;
 		return parse_cost(v, &o->cost)
-			   ? bad("bad --cost '%s' (alpha_us,GBps,reduce_GBps)", v)
+			   ? bad("bad --cost '%s' (alpha_us,GBps,reduce_GBps[,slot_read])", v)
 			   : -1;
 	case O_INPLACE:
 		o->a.in_place = 1;

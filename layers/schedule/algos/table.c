@@ -179,7 +179,7 @@ static double slot_cost(const wt_sched_args_t *a, const wt_sched_cost_t *c, doub
 	if (a->slot_bytes == 0 || publish > (double)a->slot_bytes)
 		return HUGE_VAL;
 	return c->alpha * (WT_SCHED_SLOT_ALPHA + WT_SCHED_SLOT_ALPHA_PEER * (a->size - 1)) +
-	       (publish + read) * c->gamma;
+	       (publish + read * (c->slot_read > 0 ? c->slot_read : 1)) * c->gamma;
 }
 
 static double c_ar_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
