@@ -336,8 +336,8 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
 		return st;
 	args_init(&args, comm, WT_COLL_ALLREDUCE, count, dtype, op, 0);
 	args.in_place = sendbuf == recvbuf;
-	args.mem = comm->slot_bytes > 0 && wt_util_umem_contains(sendbuf, count * es) &&
-		   wt_util_umem_contains(recvbuf, count * es);
+	args.mem = comm->slot_bytes > 0 && wt_util_umem_contains(recvbuf, count * es) &&
+		   (args.in_place || wt_util_umem_contains(sendbuf, count * es));
 	return run(comm, &args, sendbuf, recvbuf, 0, count == 0, req);
 }
 

@@ -125,15 +125,18 @@ static int parse_cost_field(const char **p, double min, double max, double *out)
 	return 0;
 }
 
-/* WEFT_COST_<CLASS>="alpha_us,GB/s,reduce_GB/s", e.g. "1.5,6,8". */
+/* WEFT_COST_<CLASS>="alpha_us,GB/s,reduce_GB/s", e.g. "1.5,6,8"; *given (when not NULL)
+ * says whether the variable was set (else *out is def). */
 static weft_status_t read_cost(const char *name, const wt_sched_cost_t *def, wt_sched_cost_t *out,
-			       char *err, size_t errlen)
+			       int *given, char *err, size_t errlen)
 {
 	const char *s = wt_util_env_str(name);
 	const char *p = s;
 	double us, bw, rbw;
 
 	*out = *def;
+	if (given != NULL)
+		*given = s != NULL && s[0] != '\0';
 	if (s == NULL || s[0] == '\0')
 		return WEFT_OK;
 	if (parse_cost_field(&p, 0, 1e6, &us) != 0 || *p++ != ',' ||
@@ -297,11 +300,10 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 	}
 	st = read_algo(c, err, errlen);
 	if (st == WEFT_OK)
-		st = read_cost("WEFT_COST_SHM", &cost_shm_default, &c->cost_shm, err, errlen);
-	c->cost_shm_set =
-	    wt_util_env_str("WEFT_COST_SHM") != NULL && wt_util_env_str("WEFT_COST_SHM")[0] != '\0';
+		st = read_cost("WEFT_COST_SHM", &cost_shm_default, &c->cost_shm, &c->cost_shm_set,
+			       err, errlen);
 	if (st == WEFT_OK)
-		st = read_cost("WEFT_COST_TCP", &cost_tcp_default, &c->cost_tcp, err, errlen);
+		st = read_cost("WEFT_COST_TCP", &cost_tcp_default, &c->cost_tcp, NULL, err, errlen);
 	if (st != WEFT_OK)
 		return st;
 	st = wt_util_env_int("WEFT_SEG_SIZE", 0, 0, (int64_t)1 << 30, &v, err, errlen);

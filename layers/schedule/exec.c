@@ -112,6 +112,18 @@ static void exec_complete_step(wt_sched_exec_t *ex, uint32_t i)
 			ex->ready[ex->rtail++] = succ[k];
 }
 
+/* A COPY or PEER_WRITE: around the caches when the step says so (WT_SCHED_COPY_STREAM) and
+ * the ranges are apart, else memmove. */
+static void copy_hinted(void *dst, const void *src, size_t len, unsigned hint)
+{
+	const uint8_t *d = dst, *sp = src;
+
+	if (hint == WT_SCHED_COPY_STREAM && (d + len <= sp || sp + len <= d))
+		wt_util_copy_stream(dst, src, len);
+	else
+		memmove(dst, src, len);
+}
+
 static void exec_run_local(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
 	void *dst = bind(ex, s->buf, s->off);
@@ -119,15 +131,9 @@ static void exec_run_local(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	if (!s->len)
 		return;
 	switch (s->type) {
-	case WT_SCHED_COPY: {
-		const uint8_t *src = bind(ex, s->src_buf, s->src_off), *d = dst;
-
-		if (s->wire == WT_SCHED_COPY_STREAM && (d + s->len <= src || src + s->len <= d))
-			wt_util_copy_stream(dst, src, s->len);
-		else
-			memmove(dst, src, s->len);
+	case WT_SCHED_COPY:
+		copy_hinted(dst, bind(ex, s->src_buf, s->src_off), s->len, s->wire);
 		break;
-	}
 	case WT_SCHED_REDUCE:
 		wt_util_reduce(dst, bind(ex, s->src_buf, s->src_off), s->len / ex->elem, ex->dtype,
 			       ex->wire_op);
@@ -436,10 +442,8 @@ static void exec_peer(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		return;
 	remote = ex->net.peer_map(ex->net.ctx, s->peer, &d);
 	if (remote != NULL) {
-		if (write && s->wire == WT_SCHED_COPY_STREAM)
-			wt_util_copy_stream(remote + poff, local, s->len);
-		else if (write)
-			memcpy(remote + poff, local, s->len);
+		if (write)
+			copy_hinted(remote + poff, local, s->len, s->wire);
 		else if (s->type == WT_SCHED_PEER_READ)
 			memcpy(local, remote + poff, s->len);
 		else

@@ -329,13 +329,12 @@ static int plan_add_net(wt_sched_plan_t *p, wt_sched_step_type_t type, int peer,
 	return plan_add(p, &s, ndeps, deps);
 }
 
-static int plan_add_local_hint(wt_sched_plan_t *p, wt_sched_step_type_t type, wt_sched_buf_t dst,
-			       size_t dst_off, wt_sched_buf_t src, size_t src_off, size_t len,
-			       unsigned hint, int ndeps, const int *deps)
+static int plan_add_local(wt_sched_plan_t *p, wt_sched_step_type_t type, wt_sched_buf_t dst,
+			  size_t dst_off, wt_sched_buf_t src, size_t src_off, size_t len, int ndeps,
+			  const int *deps)
 {
 	wt_sched_step_t s = {0};
 
-	s.wire = (uint8_t)hint;
 	s.type = (uint8_t)type;
 	s.buf = (uint8_t)dst;
 	s.src_buf = (uint8_t)src;
@@ -346,11 +345,13 @@ static int plan_add_local_hint(wt_sched_plan_t *p, wt_sched_step_type_t type, wt
 	return plan_add(p, &s, ndeps, deps);
 }
 
-static int plan_add_local(wt_sched_plan_t *p, wt_sched_step_type_t type, wt_sched_buf_t dst,
-			  size_t dst_off, wt_sched_buf_t src, size_t src_off, size_t len, int ndeps,
-			  const int *deps)
+/* Marks step id (when it was added) with a hint for the executor (the step's wire field:
+ * WT_SCHED_COPY_STREAM, WT_SCHED_PEER_FROM_SEND). */
+static int with_hint(wt_sched_plan_t *p, int id, unsigned hint)
 {
-	return plan_add_local_hint(p, type, dst, dst_off, src, src_off, len, 0, ndeps, deps);
+	if (id >= 0)
+		p->steps[id].wire = (uint8_t)hint;
+	return id;
 }
 
 int wt_sched_send(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
@@ -386,8 +387,8 @@ int wt_sched_copy(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sch
 int wt_sched_copy_stream(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
 			 size_t src_off, size_t len, int ndeps, const int *deps)
 {
-	return plan_add_local_hint(p, WT_SCHED_COPY, dst, dst_off, src, src_off, len,
-				   WT_SCHED_COPY_STREAM, ndeps, deps);
+	return with_hint(p, wt_sched_copy(p, dst, dst_off, src, src_off, len, ndeps, deps),
+			 WT_SCHED_COPY_STREAM);
 }
 
 static int plan_add_conv(wt_sched_plan_t *p, wt_sched_step_type_t type, wt_sched_buf_t dst,
@@ -572,22 +573,17 @@ int wt_sched_peer_write(wt_sched_plan_t *p, int peer, size_t peer_off, wt_sched_
 int wt_sched_peer_reduce_send(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, int peer,
 			      size_t peer_off, size_t len, int ndeps, const int *deps)
 {
-	int id = wt_sched_peer_reduce(p, dst, dst_off, peer, WT_SCHED_BUF_SEND, peer_off, len,
-				      ndeps, deps);
-
-	if (id >= 0)
-		p->steps[id].wire = WT_SCHED_PEER_FROM_SEND;
-	return id;
+	return with_hint(p,
+			 wt_sched_peer_reduce(p, dst, dst_off, peer, WT_SCHED_BUF_SEND, peer_off,
+					      len, ndeps, deps),
+			 WT_SCHED_PEER_FROM_SEND);
 }
 
 int wt_sched_peer_write_stream(wt_sched_plan_t *p, int peer, size_t peer_off, wt_sched_buf_t src,
 			       size_t src_off, size_t len, int ndeps, const int *deps)
 {
-	int id = wt_sched_peer_write(p, peer, peer_off, src, src_off, len, ndeps, deps);
-
-	if (id >= 0)
-		p->steps[id].wire = WT_SCHED_COPY_STREAM;
-	return id;
+	return with_hint(p, wt_sched_peer_write(p, peer, peer_off, src, src_off, len, ndeps, deps),
+			 WT_SCHED_COPY_STREAM);
 }
 
 int wt_sched_slot_put_bufs(wt_sched_plan_t *p, int ndeps, const int *deps)

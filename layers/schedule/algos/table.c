@@ -168,17 +168,23 @@ static double c_barrier(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 	return lg(a->size) * c->alpha;
 }
 
-/* Shared slots (slots.c): no message at all. A rank's flag reaches the others as one cache
- * line, a fraction of a shm message's alpha, and each further peer adds a little (its
- * flag and its read); bytes are copied once into the slot and read once out of each slot
- * read, priced like the other passes over memory (gamma). Infinite where the slots are
- * missing or too small, so the message algorithms serve those args. */
+/* One round of slot flags: a rank's flag reaches the others as one cache line, a fraction
+ * of a shm message's alpha, and each further peer adds a little. */
+static double slot_flags(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	return c->alpha * (WT_SCHED_SLOT_ALPHA + WT_SCHED_SLOT_ALPHA_PEER * (a->size - 1));
+}
+
+/* Shared slots (slots.c): no message at all, one round of flags; bytes are copied once
+ * into the slot and read once out of each slot read, priced like the other passes over
+ * memory (gamma; reads at cost->slot_read of it). Infinite where the slots are missing or
+ * too small, so the message algorithms serve those args. */
 static double slot_cost(const wt_sched_args_t *a, const wt_sched_cost_t *c, double publish,
 			double read)
 {
 	if (a->slot_bytes == 0 || publish > (double)a->slot_bytes)
 		return HUGE_VAL;
-	return c->alpha * (WT_SCHED_SLOT_ALPHA + WT_SCHED_SLOT_ALPHA_PEER * (a->size - 1)) +
+	return slot_flags(a, c) +
 	       (publish + read * (c->slot_read > 0 ? c->slot_read : 1)) * c->gamma;
 }
 
@@ -199,8 +205,7 @@ static double c_ar_direct(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 
 	if (a->slot_bytes < WT_SCHED_PEER_DESC_BYTES || !a->mem)
 		return HUGE_VAL;
-	return 2 * c->alpha * (WT_SCHED_SLOT_ALPHA + WT_SCHED_SLOT_ALPHA_PEER * (n - 1)) +
-	       m * c->gamma + (n - 1) / n * m * c->beta;
+	return 2 * slot_flags(a, c) + m * c->gamma + (n - 1) / n * m * c->beta;
 }
 
 static double c_ag_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)

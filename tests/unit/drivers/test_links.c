@@ -606,20 +606,10 @@ static void child_run(const char *job, int to_parent, int from_parent)
 {
 	wt_link_config_t c = make_cfg(1, 2, job, "tok", WAIT_S);
 	wt_link_t *l = NULL;
-	uint8_t blob[WT_LINK_ADDR_MAX];
-	size_t len = sizeof(blob);
-	uint32_t plen;
+	int rc = child_link_up(ops, &c, &l, to_parent, from_parent);
 
-	if (ops->open(&c, &l) != WEFT_OK || ops->address(l, blob, &len) != WEFT_OK)
-		_exit(2);
-	plen = (uint32_t)len;
-	if (write(to_parent, &plen, 4) != 4 || write(to_parent, blob, len) != (ssize_t)len)
-		_exit(3);
-	if (read(from_parent, &plen, 4) != 4 || plen > sizeof(blob) ||
-	    read(from_parent, blob, plen) != (ssize_t)plen)
-		_exit(4);
-	if (ops->connect(l, 0, blob, plen) != WEFT_OK)
-		_exit(5);
+	if (rc != 0)
+		_exit(rc);
 	{
 		uint8_t hi[5] = "hello";
 		struct iovec iov = {hi, 5};

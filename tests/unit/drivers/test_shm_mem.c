@@ -217,21 +217,12 @@ static void child_main(const char *job, int to_parent, int from_parent)
 {
 	wt_link_config_t c = make_cfg(1, job);
 	struct owner o;
-	uint8_t blob[WT_LINK_ADDR_MAX];
-	size_t len = sizeof(blob);
-	uint32_t plen;
+	int rc;
 
 	memset(&o, 0, sizeof(o));
-	if (ops->open(&c, &o.l) != WEFT_OK || ops->address(o.l, blob, &len) != WEFT_OK)
-		_exit(2);
-	plen = (uint32_t)len;
-	if (write(to_parent, &plen, 4) != 4 || write(to_parent, blob, len) != (ssize_t)len)
-		_exit(3);
-	if (read(from_parent, &plen, 4) != 4 || plen > sizeof(blob) ||
-	    read(from_parent, blob, plen) != (ssize_t)plen)
-		_exit(4);
-	if (ops->connect(o.l, 0, blob, plen) != WEFT_OK)
-		_exit(5);
+	rc = child_link_up(ops, &c, &o.l, to_parent, from_parent);
+	if (rc != 0)
+		_exit(rc);
 	close(to_parent);
 	close(from_parent);
 	child_loop(&o);
