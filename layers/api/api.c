@@ -137,6 +137,7 @@ WEFT_API weft_status_t weft_comm_destroy(weft_comm_t *comm)
 	wt_api_comm_log_stats(comm);
 	wt_api_comm_unregister(comm);
 	wt_api_slots_detach(comm);
+	wt_api_comm_memo_drop(comm);
 	wt_api_ctx_release(comm->ctx);
 	free(comm->world);
 	free(comm);

@@ -99,17 +99,11 @@ struct wt_api_ctx {
 	int unpark;		 /* under lock: async work needs the progress thread */
 	pthread_cond_t park_cv;	 /* the progress thread waits here while callers drive */
 	int oversubscribed;	 /* more local ranks than cores: never busy-spin */
-	/* request.c: net-op records for reuse (under lock), and the last plan picked, so a
-	 * loop of identical calls skips the cost model and the cache's hashing. */
+	/* request.c: net-op records for reuse (under lock). */
 	void *netop_free;
 	/* One finished request kept for the next call (a loop of blocking calls allocates
 	 * none); exchanged atomically, as requests start and end outside the lock. */
 	_Atomic(struct weft_request *) spare_req;
-	pthread_mutex_t memo_lock;
-	const struct weft_comm *memo_comm;
-	wt_sched_args_t memo_args;
-	wt_sched_cost_t memo_cost;
-	wt_sched_plan_t *memo_plan;
 
 	/* slots.c, under lock: the regions of our slot area (0: no area), which ones live
 	 * communicators use, which ones creations in flight have offered, and for regions whose
@@ -142,6 +136,13 @@ struct weft_comm {
 	void **slot_regions;
 	uint64_t slot_seq;
 	size_t slot_bytes;
+	/* request.c: the last plan picked and its args (the memo holds a reference), so a loop
+	 * of identical calls skips the cost model and the cache's hashing. Only the thread
+	 * using the communicator touches it: no lock. */
+	wt_sched_args_t memo_args;
+	wt_sched_plan_t *memo_plan;
+	/* The execution memory of blocking calls (same thread, plan kept by the memo). */
+	wt_sched_exec_keep_t exec_keep;
 	int group_depth;	/* weft_group_start nesting */
 	weft_request_t **group; /* calls deferred to the outermost weft_group_end */
 	size_t ngroup, group_cap;
@@ -161,7 +162,6 @@ struct weft_comm {
 struct weft_request {
 	weft_comm_t *comm;
 	wt_sched_exec_t *exec;
-	wt_sched_plan_t *plan;
 	const char *what; /* collective name */
 	uint32_t seq;
 	int p2p;	   /* send / recv: wire tags come from p2p_tag, not seq */
@@ -169,6 +169,7 @@ struct weft_request {
 	uint64_t deadline; /* monotonic ns; 0 until set (at start, or when a blocking call
 			    * first has to wait) */
 	atomic_int done;
+	int on_stack; /* a blocking call's: neither freed nor kept for reuse */
 	weft_status_t status;
 	char msg[WT_API_ERR_LEN];
 	/* In comm->reqs while started and not freed; under ctx->lock. */
@@ -284,6 +285,8 @@ void wt_api_comm_log_stats(weft_comm_t *comm);
 void wt_api_set_error(weft_comm_t *comm, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* ctx_free: drop the reusable net-op records and the memoised plan. */
+/* The communicator's memoised plan and kept execution memory go (at destroy). */
+void wt_api_comm_memo_drop(weft_comm_t *comm);
 void wt_api_req_ctx_release(wt_api_ctx_t *ctx);
 
 #endif

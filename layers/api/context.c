@@ -1006,7 +1006,6 @@ static void ctx_free(wt_api_ctx_t *ctx)
 	free(ctx->peer_link);
 	pthread_cond_destroy(&ctx->done_cv);
 	pthread_cond_destroy(&ctx->park_cv);
-	pthread_mutex_destroy(&ctx->memo_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->store_lock);
 	free(ctx);
@@ -1073,7 +1072,6 @@ weft_status_t wt_api_ctx_create_boot(const wt_api_boot_t *b, wt_api_ctx_t **out,
 	pthread_mutex_init(&ctx->store_lock, NULL);
 	pthread_cond_init(&ctx->done_cv, NULL);
 	pthread_cond_init(&ctx->park_cv, NULL);
-	pthread_mutex_init(&ctx->memo_lock, NULL);
 	ctx->rank = b->rank;
 	ctx->size = b->size;
 	ctx->key = b->key;

@@ -225,9 +225,14 @@ void wt_api_req_ctx_release(wt_api_ctx_t *ctx)
 	}
 	ctx->netop_free = NULL;
 	free(atomic_exchange(&ctx->spare_req, NULL));
-	if (ctx->memo_plan != NULL)
-		wt_sched_plan_unref(ctx->memo_plan);
-	ctx->memo_plan = NULL;
+}
+
+void wt_api_comm_memo_drop(weft_comm_t *comm)
+{
+	if (comm->memo_plan != NULL)
+		wt_sched_plan_unref(comm->memo_plan);
+	comm->memo_plan = NULL;
+	wt_sched_exec_keep_free(&comm->exec_keep);
 }
 
 const wt_sched_net_t wt_api_net_template = {
@@ -260,6 +265,15 @@ static void unlink_locked(weft_request_t *req)
 /* Runs under ctx->lock (inside progress, or inside exec_start). A finished request leaves
  * its communicator's list at once (abort and peer failures only look for unfinished ones),
  * so freeing it later needs no lock. */
+/* Requests in flight: changed only under ctx->lock, read as a hint without it (so no
+ * locked read-modify-write on every call). */
+static void active_add(wt_api_ctx_t *ctx, int d)
+{
+	atomic_store_explicit(&ctx->active,
+			      atomic_load_explicit(&ctx->active, memory_order_relaxed) + d,
+			      memory_order_relaxed);
+}
+
 static void req_done(void *arg, weft_status_t st, const char *msg)
 {
 	weft_request_t *req = arg;
@@ -271,8 +285,8 @@ static void req_done(void *arg, weft_status_t st, const char *msg)
 		snprintf(req->msg, sizeof(req->msg), "%s #%u on rank %d: %s", req->what,
 			 (unsigned)req->seq, req->comm->rank,
 			 msg != NULL && msg[0] != '\0' ? msg : weft_strerror(st));
-	atomic_store(&req->done, 1);
-	atomic_fetch_sub(&ctx->active, 1);
+	atomic_store_explicit(&req->done, 1, memory_order_release);
+	active_add(ctx, -1);
 	pthread_cond_broadcast(&ctx->done_cv);
 }
 
@@ -301,64 +315,51 @@ static int same_args(const wt_sched_args_t *a, const wt_sched_args_t *b)
 }
 
 /* The plan of the previous call when this one has the same shape on the same
- * communicator (with a reference for the caller), else NULL. */
+ * communicator, else NULL. Borrowed: the memo keeps it alive until the communicator's
+ * next pick with other args (the execution takes its own reference). */
 static wt_sched_plan_t *memo_get(weft_comm_t *comm, const wt_sched_args_t *args)
 {
-	wt_api_ctx_t *ctx = comm->ctx;
-	wt_sched_plan_t *p = NULL;
-
-	if (args->coll == WT_COLL_ALLTOALLV)
-		return NULL;
-	pthread_mutex_lock(&ctx->memo_lock);
-	if (ctx->memo_plan != NULL && ctx->memo_comm == comm && same_args(&ctx->memo_args, args) &&
-	    memcmp(&ctx->memo_cost, &comm->cost, sizeof(comm->cost)) == 0) {
-		p = ctx->memo_plan;
-		wt_sched_plan_ref(p);
-	}
-	pthread_mutex_unlock(&ctx->memo_lock);
-	return p;
+	if (comm->memo_plan != NULL && same_args(&comm->memo_args, args))
+		return comm->memo_plan;
+	return NULL;
 }
 
+/* The memo takes over the caller's reference to p. */
 static void memo_put(weft_comm_t *comm, const wt_sched_args_t *args, wt_sched_plan_t *p)
 {
-	wt_api_ctx_t *ctx = comm->ctx;
-	wt_sched_plan_t *old;
-
-	if (args->coll == WT_COLL_ALLTOALLV)
-		return;
-	wt_sched_plan_ref(p);
-	pthread_mutex_lock(&ctx->memo_lock);
-	old = ctx->memo_plan;
-	ctx->memo_plan = p;
-	ctx->memo_comm = comm;
-	ctx->memo_args = *args;
-	ctx->memo_cost = comm->cost;
-	pthread_mutex_unlock(&ctx->memo_lock);
-	if (old != NULL)
-		wt_sched_plan_unref(old);
+	wt_api_comm_memo_drop(comm);
+	comm->memo_plan = p;
+	comm->memo_args = *args;
 }
 
 static weft_status_t pick_plan_slow(weft_comm_t *comm, weft_request_t *req,
-				    const wt_sched_args_t *args);
+				    const wt_sched_args_t *args, wt_sched_plan_t **plan);
 
-/* WEFT_ALGO or the cost model, memoised for a run of same-shaped calls. */
-static weft_status_t pick_plan(weft_comm_t *comm, weft_request_t *req, const wt_sched_args_t *args)
+/* WEFT_ALGO or the cost model, memoised for a run of same-shaped calls. *owned: the caller
+ * holds a reference to *plan (calls that are not memoised), else it is borrowed. */
+static weft_status_t pick_plan(weft_comm_t *comm, weft_request_t *req, const wt_sched_args_t *args,
+			       wt_sched_plan_t **plan, int *owned)
 {
 	weft_status_t st;
 
-	req->plan = memo_get(comm, args);
-	if (req->plan != NULL)
+	*owned = 0;
+	*plan = memo_get(comm, args);
+	if (*plan != NULL)
 		return WEFT_OK;
-	st = pick_plan_slow(comm, req, args);
-	if (st == WEFT_OK)
-		memo_put(comm, args, req->plan);
-	return st;
+	st = pick_plan_slow(comm, req, args, plan);
+	if (st != WEFT_OK)
+		return st;
+	if (args->coll == WT_COLL_ALLTOALLV)
+		*owned = 1; /* its counts are not in the args: never memoised */
+	else
+		memo_put(comm, args, *plan);
+	return WEFT_OK;
 }
 
 /* A forced algorithm never changes silently; an automatic pick that refuses the args
  * (UNSUPPORTED) yields to the size-range default. */
 static weft_status_t pick_plan_slow(weft_comm_t *comm, weft_request_t *req,
-				    const wt_sched_args_t *args)
+				    const wt_sched_args_t *args, wt_sched_plan_t **plan)
 {
 	wt_api_ctx_t *ctx = comm->ctx;
 	const char *spec = ctx->cfg.algo;
@@ -372,7 +373,7 @@ static weft_status_t pick_plan_slow(weft_comm_t *comm, weft_request_t *req,
 		return st;
 	}
 	/* The cache locks itself: building a plan must not stall the progress thread. */
-	st = wt_sched_cache_get(ctx->cache, args, algo, &req->plan, err, sizeof(err));
+	st = wt_sched_cache_get(ctx->cache, args, algo, plan, err, sizeof(err));
 	/* Without a forced choice, choose without costs gives the size-range default. */
 	if (st == WEFT_ERR_UNSUPPORTED &&
 	    wt_sched_algo_choose(args, spec, NULL, &fallback, why, sizeof(why)) == WEFT_OK &&
@@ -380,12 +381,31 @@ static weft_status_t pick_plan_slow(weft_comm_t *comm, weft_request_t *req,
 		WT_DEBUG("%s: %s refused the args (%s), using %s", req->what, algo->name, err,
 			 fallback->name);
 		algo = fallback;
-		st = wt_sched_cache_get(ctx->cache, args, algo, &req->plan, err, sizeof(err));
+		st = wt_sched_cache_get(ctx->cache, args, algo, plan, err, sizeof(err));
 	}
 	if (st != WEFT_OK)
 		wt_api_set_error(comm, "%s #%u: building the %s plan failed: %s", req->what,
 				 (unsigned)req->seq, algo->name, err);
 	return st;
+}
+
+static void req_init(weft_request_t *req, weft_comm_t *comm, wt_sched_coll_t coll, int on_stack)
+{
+	req->exec = NULL;
+	req->p2p_tag = 0;
+	atomic_init(&req->done, 0);
+	req->on_stack = on_stack;
+	req->status = WEFT_INPROGRESS;
+	req->msg[0] = '\0';
+	req->lnext = req->lprev = NULL;
+	req->linked = 0;
+	req->comm = comm;
+	req->what = wt_sched_coll_name(coll);
+	req->p2p = is_p2p(coll);
+	/* Sends and receives are not collective: only collectives advance the sequence that
+	 * every rank must agree on. */
+	req->seq = req->p2p ? comm->p2p_seq++ : comm->seq++;
+	req->deadline = 0;
 }
 
 static weft_request_t *req_new(weft_comm_t *comm, wt_sched_coll_t coll)
@@ -403,30 +423,19 @@ static weft_request_t *req_new(weft_comm_t *comm, wt_sched_coll_t coll)
 		wt_api_set_error(comm, "%s: out of memory for a request", wt_sched_coll_name(coll));
 		return NULL;
 	}
-	req->exec = NULL;
-	req->plan = NULL;
-	req->p2p_tag = 0;
-	atomic_init(&req->done, 0);
-	req->status = WEFT_INPROGRESS;
-	req->msg[0] = '\0';
-	req->lnext = req->lprev = NULL;
-	req->linked = 0;
-	req->comm = comm;
-	req->what = wt_sched_coll_name(coll);
-	req->p2p = is_p2p(coll);
-	/* Sends and receives are not collective: only collectives advance the sequence that
-	 * every rank must agree on. */
-	req->seq = req->p2p ? comm->p2p_seq++ : comm->seq++;
-	req->deadline = 0;
+	req_init(req, comm, coll, 0);
 	return req;
 }
 
-/* The request's memory goes back to the context for the next call, or is freed. */
+/* The request's memory goes back to the context for the next call, or is freed (a blocking
+ * call's lives on its caller's stack). */
 static void req_release(weft_request_t *req)
 {
 	weft_request_t *none = NULL;
 	wt_api_ctx_t *ctx = req->comm->ctx;
 
+	if (req->on_stack)
+		return;
 	if (!atomic_compare_exchange_strong(&ctx->spare_req, &none, req))
 		free(req);
 }
@@ -454,27 +463,33 @@ weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_
 	if (req == NULL)
 		return WEFT_ERR_NO_MEMORY;
 	req->status = WEFT_OK;
-	atomic_store(&req->done, 1);
+	atomic_store_explicit(&req->done, 1, memory_order_release);
 	*out = req;
 	return WEFT_OK;
 }
 
+/* req: the blocking caller's request on its stack, or NULL for a new one. */
 static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
-				void *recvbuf, int tag, int will_wait, weft_request_t **out)
+				void *recvbuf, int tag, weft_request_t *req, weft_request_t **out)
 {
 	wt_api_ctx_t *ctx = comm->ctx;
-	weft_request_t *req;
+	int will_wait = req != NULL;
 	wt_sched_net_t net = wt_api_net_template;
+	wt_sched_plan_t *plan;
+	int owned;
 	weft_status_t st;
 
-	req = req_new(comm, args->coll);
+	if (req != NULL)
+		req_init(req, comm, args->coll, 1);
+	else
+		req = req_new(comm, args->coll);
 	if (req == NULL)
 		return WEFT_ERR_NO_MEMORY;
 	if (req->p2p)
 		req->p2p_tag = make_p2p_tag(comm, tag);
 	if (!will_wait)
 		req_deadline(req);
-	st = pick_plan(comm, req, args);
+	st = pick_plan(comm, req, args, &plan, &owned);
 	if (st != WEFT_OK) {
 		req_release(req);
 		return st;
@@ -491,24 +506,33 @@ static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 	/* Under the lock, so that an abort or a failed peer either sees this request or
 	 * stops it here. */
 	st = wt_api_comm_usable_locked(comm);
-	if (st != WEFT_OK) {
-		pthread_mutex_unlock(&ctx->lock);
-		wt_sched_plan_unref(req->plan);
-		req_release(req);
-		return st;
+	if (st == WEFT_OK) {
+		active_add(ctx, 1);
+		uint64_t tag_base = req->p2p ? 0 : make_tag(comm, req->seq);
+
+		/* A blocking call's memoised plan outlives its execution (only this thread
+		 * replaces the memo, after we return): no reference, and the communicator's
+		 * kept memory. Other executions take their own reference. */
+		if (will_wait && !owned)
+			st = wt_sched_exec_start_kept(&comm->exec_keep, plan, &net, tag_base,
+						      sendbuf, recvbuf, req_done, req, &req->exec);
+		else
+			st = wt_sched_exec_start(plan, &net, tag_base, sendbuf, recvbuf, req_done,
+						 req, &req->exec);
+		if (st != WEFT_OK) {
+			if (!atomic_load(&req->done))
+				active_add(ctx, -1);
+			if (req->exec != NULL)
+				wt_sched_exec_free(req->exec);
+			req->exec = NULL;
+			wt_api_set_error(comm, "%s #%u: starting the plan failed: %s", req->what,
+					 (unsigned)req->seq, weft_strerror(st));
+		}
 	}
-	atomic_fetch_add(&ctx->active, 1);
-	st = wt_sched_exec_start(req->plan, &net, req->p2p ? 0 : make_tag(comm, req->seq), sendbuf,
-				 recvbuf, req_done, req, &req->exec);
+	if (owned)
+		wt_sched_plan_unref(plan);
 	if (st != WEFT_OK) {
-		if (!atomic_load(&req->done))
-			atomic_fetch_sub(&ctx->active, 1);
-		if (req->exec != NULL)
-			wt_sched_exec_free(req->exec);
-		wt_sched_plan_unref(req->plan);
 		pthread_mutex_unlock(&ctx->lock);
-		wt_api_set_error(comm, "%s #%u: starting the plan failed: %s", req->what,
-				 (unsigned)req->seq, weft_strerror(st));
 		req_release(req);
 		return st;
 	}
@@ -525,14 +549,14 @@ static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
 				void *recvbuf, int tag, weft_request_t **out)
 {
-	return coll_start(comm, args, sendbuf, recvbuf, tag, 0, out);
+	return coll_start(comm, args, sendbuf, recvbuf, tag, NULL, out);
 }
 
 weft_status_t wt_api_coll_run(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
 			      void *recvbuf, int tag)
 {
-	weft_request_t *req;
-	weft_status_t st = coll_start(comm, args, sendbuf, recvbuf, tag, 1, &req);
+	weft_request_t own, *req;
+	weft_status_t st = coll_start(comm, args, sendbuf, recvbuf, tag, &own, &req);
 
 	if (st != WEFT_OK)
 		return st;
@@ -547,9 +571,7 @@ static void req_free_ex(weft_request_t *req, int recycle)
 		wt_api_comm_unlink_req(req);
 	if (req->exec != NULL)
 		wt_sched_exec_free(req->exec);
-	if (req->plan != NULL)
-		wt_sched_plan_unref(req->plan);
-	if (recycle)
+	if (recycle || req->on_stack)
 		req_release(req);
 	else
 		free(req);

@@ -68,6 +68,12 @@ struct wt_sched_exec {
 	exec_op_t *ops;
 	size_t nsteps, ndone, outstanding;
 	int running;
+	/* In order (plans with v->in_order): steps run by id, ndone of them so far, without the
+	 * ready queue; the first wait that stays unmet switches to the queue. */
+	int in_order;
+	/* the block: its size, and the caller's keep it goes back to (no plan reference then) */
+	size_t blk_bytes;
+	wt_sched_exec_keep_t *keep;
 
 	weft_status_t err, status;
 	wt_sched_exec_done_fn_t done;
@@ -531,12 +537,19 @@ static void exec_maybe_finish(wt_sched_exec_t *ex)
 /* Nothing else is ready: watch the set-aside slot waits (peers that sleep are woken first:
  * they may be what we wait for) until one is met, which makes more steps ready, or the
  * execution's spin budget is spent; what is still unmet then is posted by the caller. */
-static void exec_watch(wt_sched_exec_t *ex)
+/* Before watching: wake peers that sleep (they may be what we wait for), and start the
+ * execution's spin budget if this is its first watch. */
+static void watch_begin(wt_sched_exec_t *ex)
 {
 	if (ex->wake_due)
 		slot_wake_now(ex);
 	if (ex->spin_until == 0)
 		ex->spin_until = wt_util_time_ns() + ex->net.spin_ns;
+}
+
+static void exec_watch(wt_sched_exec_t *ex)
+{
+	watch_begin(ex);
 	do {
 		for (int r = 0; r < 16; r++) {
 			for (int k = 0; k < ex->ndeferred; k++) {
@@ -558,56 +571,115 @@ static void exec_watch(wt_sched_exec_t *ex)
 	} while (wt_util_time_ns() < ex->spin_until);
 }
 
+/* Run ready step i. 1: it completed; 0: it was posted or set aside, or it failed. */
+static int exec_run(wt_sched_exec_t *ex, uint32_t i, const wt_sched_step_t *s)
+{
+	switch (s->type) {
+	case WT_SCHED_SEND:
+	case WT_SCHED_RECV:
+	case WT_SCHED_RECV_REDUCE:
+		exec_post(ex, i, s);
+		return 0;
+	case WT_SCHED_SLOT_FREE:
+	case WT_SCHED_SLOT_WAIT:
+	case WT_SCHED_SLOT_DRAIN:
+		/* Met already (the usual case when peers run in step): no post at all. */
+		if (!slot_met(ex, s)) {
+			if (ex->net.spin_ns && ex->ndeferred < EXEC_DEFER_MAX)
+				ex->deferred[ex->ndeferred++] = i;
+			else
+				exec_post(ex, i, s);
+			return 0;
+		}
+		slot_wait_met(ex, s);
+		return !ex->err;
+	case WT_SCHED_SLOT_PUT:
+	case WT_SCHED_SLOT_DONE:
+		slot_signal(ex, s);
+		return 1;
+	case WT_SCHED_SLOT_COPY:
+	case WT_SCHED_SLOT_REDUCE:
+		slot_read(ex, s);
+		return 1;
+	case WT_SCHED_PEER_READ:
+	case WT_SCHED_PEER_REDUCE:
+	case WT_SCHED_PEER_WRITE:
+		exec_peer(ex, s);
+		return !ex->err;
+	default:
+		exec_run_local(ex, s);
+		return 1;
+	}
+}
+
+/* In order: watch one unmet wait inline for what is left of the spin budget (peers that
+ * sleep are woken first). 1 once it is met. */
+static int exec_watch_one(wt_sched_exec_t *ex, const wt_sched_step_t *s)
+{
+	if (!ex->net.spin_ns)
+		return 0;
+	watch_begin(ex);
+	do {
+		for (int r = 0; r < 16; r++) {
+			if (slot_met(ex, s))
+				return 1;
+			wt_util_cpu_relax();
+		}
+	} while (wt_util_time_ns() < ex->spin_until);
+	return 0;
+}
+
+/* Leave in-order running: the steps before ndone are complete, so the pending counts and
+ * the ready queue are what completing them one by one would have left. */
+static void exec_to_queue(wt_sched_exec_t *ex)
+{
+	const wt_sched_plan_view_t *v = ex->v;
+
+	ex->in_order = 0;
+	memcpy(ex->pending, v->pending0, ex->nsteps * sizeof(*ex->pending));
+	for (size_t d = 0; d < ex->ndone; d++)
+		for (uint32_t k = v->succ_start[d]; k < v->succ_start[d + 1]; k++)
+			ex->pending[v->succ[k]]--;
+	ex->rhead = ex->rtail = 0;
+	for (size_t j = ex->ndone; j < ex->nsteps; j++)
+		if (ex->pending[j] == 0)
+			ex->ready[ex->rtail++] = (uint32_t)j;
+}
+
+/* Plans with v->in_order: id order is a topological order, so the steps run one after the
+ * other with no successor walk. The first wait still unmet after the spin budget (or at
+ * once, without one) hands the rest to the queue. */
+static void exec_in_order(wt_sched_exec_t *ex)
+{
+	const wt_sched_step_t *steps = ex->v->steps;
+
+	while (!ex->err && ex->ndone < ex->nsteps) {
+		uint32_t i = (uint32_t)ex->ndone;
+		const wt_sched_step_t *s = &steps[i];
+
+		if (step_waits(s) && !slot_met(ex, s) && !exec_watch_one(ex, s)) {
+			exec_to_queue(ex);
+			return;
+		}
+		if (!exec_run(ex, i, s))
+			return; /* failed: nothing else is posted */
+		ex->ndone++;
+	}
+}
+
 /* A loop over a queue, not recursion over successors: plans can be long chains. */
 static void exec_progress(wt_sched_exec_t *ex)
 {
 	if (ex->running)
 		return;
 	ex->running = 1;
+	if (ex->in_order)
+		exec_in_order(ex);
 	while (!ex->err && ex->rhead < ex->rtail) {
 		uint32_t i = ex->ready[ex->rhead++];
-		const wt_sched_step_t *s = &ex->v->steps[i];
 
-		switch (s->type) {
-		case WT_SCHED_SEND:
-		case WT_SCHED_RECV:
-		case WT_SCHED_RECV_REDUCE:
-			exec_post(ex, i, s);
+		if (!exec_run(ex, i, &ex->v->steps[i]))
 			continue;
-		case WT_SCHED_SLOT_FREE:
-		case WT_SCHED_SLOT_WAIT:
-		case WT_SCHED_SLOT_DRAIN:
-			/* Met already (the usual case when peers run in step): no post at all. */
-			if (!slot_met(ex, s)) {
-				if (ex->net.spin_ns && ex->ndeferred < EXEC_DEFER_MAX)
-					ex->deferred[ex->ndeferred++] = i;
-				else
-					exec_post(ex, i, s);
-				continue;
-			}
-			slot_wait_met(ex, s);
-			if (ex->err)
-				continue;
-			break;
-		case WT_SCHED_SLOT_PUT:
-		case WT_SCHED_SLOT_DONE:
-			slot_signal(ex, s);
-			break;
-		case WT_SCHED_SLOT_COPY:
-		case WT_SCHED_SLOT_REDUCE:
-			slot_read(ex, s);
-			break;
-		case WT_SCHED_PEER_READ:
-		case WT_SCHED_PEER_REDUCE:
-		case WT_SCHED_PEER_WRITE:
-			exec_peer(ex, s);
-			if (ex->err)
-				continue;
-			break;
-		default:
-			exec_run_local(ex, s);
-			break;
-		}
 		exec_complete_step(ex, i);
 		if (ex->rhead == ex->rtail && ex->ndeferred)
 			exec_watch(ex);
@@ -702,7 +774,8 @@ static size_t align_up(size_t x, size_t a)
 	return (x + a - 1) / a * a;
 }
 
-static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, size_t nsteps, size_t scratch)
+static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, wt_sched_exec_keep_t *keep, size_t nsteps,
+				   size_t scratch)
 {
 	size_t n = nsteps ? nsteps : 1;
 	size_t off_pending = align_up(sizeof(wt_sched_exec_t), 8);
@@ -710,21 +783,44 @@ static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, size_t nsteps, size_t scr
 	size_t off_ops = align_up(off_ready + n * sizeof(uint32_t), 8);
 	size_t off_scratch = align_up(off_ops + n * sizeof(exec_op_t), 64);
 	wt_sched_exec_t *ex;
-	uint8_t *base;
+	uint8_t *base = NULL;
+	size_t bytes;
 
 	if (n > (SIZE_MAX - 4096) / (2 * sizeof(uint32_t) + sizeof(exec_op_t)) ||
 	    scratch > SIZE_MAX - off_scratch)
 		return NULL;
-	base = wt_sched_plan_spare_take(p);
+	bytes = off_scratch + scratch;
+	if (keep != NULL && keep->blk != NULL && keep->bytes >= bytes) {
+		base = keep->blk;
+		keep->blk = NULL;
+		/* The same layout as last time leaves the ops idle; another one may not. */
+		if (keep->nsteps != n)
+			memset(base + off_ops, 0, n * sizeof(exec_op_t));
+		bytes = keep->bytes;
+	} else if (keep == NULL) {
+		base = wt_sched_plan_spare_take(p);
+	}
 	if (!base) {
-		base = malloc(off_scratch + scratch);
+		base = malloc(bytes);
 		if (!base)
 			return NULL;
 		memset(base + off_ops, 0, n * sizeof(exec_op_t));
 	}
 	ex = (wt_sched_exec_t *)base;
-	memset(ex, 0, offsetof(wt_sched_exec_t, errmsg));
+	/* Only what start does not set (the error message is set when an error happens). */
+	ex->wake_due = ex->turn_met = ex->released = 0;
+	ex->ndeferred = 0;
+	ex->spin_until = 0;
+	ex->published = 0;
+	ex->bounce = NULL;
+	ex->bounce_len = 0;
+	ex->rhead = ex->rtail = 0;
+	ex->ndone = ex->outstanding = 0;
+	ex->running = 0;
+	ex->err = WEFT_OK;
 	ex->errmsg[0] = '\0';
+	ex->blk_bytes = bytes;
+	ex->keep = keep;
 	ex->pending = (uint32_t *)(base + off_pending);
 	ex->ready = (uint32_t *)(base + off_ready);
 	ex->ops = (exec_op_t *)(base + off_ops);
@@ -732,19 +828,39 @@ static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, size_t nsteps, size_t scr
 	return ex;
 }
 
-/* Back to the plan for the next execution, unless it keeps one already. Only a block none
- * of whose ops is still posted may go back (see exec_alloc). */
+/* Back to the caller's keep, or to the plan for the next execution unless it keeps one
+ * already. Only a block none of whose ops is still posted may go back (see exec_alloc). */
 static void exec_release(wt_sched_exec_t *ex)
 {
 	wt_sched_plan_t *p = ex->plan;
+	wt_sched_exec_keep_t *keep = ex->keep;
 
 	free(ex->bounce);
 	ex->bounce = NULL;
+	if (keep != NULL) {
+		if (ex->outstanding == 0 && keep->blk == NULL) {
+			keep->blk = ex;
+			keep->bytes = ex->blk_bytes;
+			keep->nsteps = ex->nsteps ? ex->nsteps : 1;
+		} else {
+			free(ex);
+		}
+		return;
+	}
 	if (ex->outstanding == 0)
 		free(wt_sched_plan_spare_put(p, ex));
 	else
 		free(ex);
 	wt_sched_plan_unref(p);
+}
+
+void wt_sched_exec_keep_free(wt_sched_exec_keep_t *keep)
+{
+	if (keep == NULL)
+		return;
+	free(keep->blk);
+	keep->blk = NULL;
+	keep->bytes = 0;
 }
 
 /* A slot plan takes the next slot call of the network and checks that its regions hold
@@ -798,9 +914,10 @@ static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *
 	return WEFT_OK;
 }
 
-weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net, uint64_t tag_base,
-				  const void *sendbuf, void *recvbuf, wt_sched_exec_done_fn_t done,
-				  void *arg, wt_sched_exec_t **out)
+static weft_status_t exec_start(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
+				const wt_sched_net_t *net, uint64_t tag_base, const void *sendbuf,
+				void *recvbuf, wt_sched_exec_done_fn_t done, void *arg,
+				wt_sched_exec_t **out)
 {
 	const wt_sched_plan_view_t *v = p ? wt_sched_plan_view(p) : NULL;
 	const wt_sched_args_t *a;
@@ -813,10 +930,11 @@ weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net,
 	if (st)
 		return st;
 	a = v->args;
-	ex = exec_alloc(p, v->nsteps, v->scratch);
+	ex = exec_alloc(p, keep, v->nsteps, v->scratch);
 	if (!ex)
 		goto nomem;
-	wt_sched_plan_ref(p);
+	if (!keep)
+		wt_sched_plan_ref(p);
 	ex->plan = p;
 	ex->v = v;
 	ex->net = *net;
@@ -843,9 +961,12 @@ weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net,
 			return st;
 		}
 	}
-	memcpy(ex->pending, ex->v->pending0, ex->nsteps * sizeof(*ex->pending));
-	memcpy(ex->ready, ex->v->sources, ex->v->nsources * sizeof(*ex->ready));
-	ex->rtail = ex->v->nsources;
+	ex->in_order = v->in_order;
+	if (!ex->in_order) {
+		memcpy(ex->pending, ex->v->pending0, ex->nsteps * sizeof(*ex->pending));
+		memcpy(ex->ready, ex->v->sources, ex->v->nsources * sizeof(*ex->ready));
+		ex->rtail = ex->v->nsources;
+	}
 	*out = ex;
 	exec_progress(ex);
 	return WEFT_OK;
@@ -853,6 +974,24 @@ nomem:
 	WT_ERROR("schedule: out of memory starting a %s plan of %zu steps", wt_sched_plan_algo(p),
 		 wt_sched_plan_nsteps(p));
 	return WEFT_ERR_NO_MEMORY;
+}
+
+weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net, uint64_t tag_base,
+				  const void *sendbuf, void *recvbuf, wt_sched_exec_done_fn_t done,
+				  void *arg, wt_sched_exec_t **out)
+{
+	return exec_start(NULL, p, net, tag_base, sendbuf, recvbuf, done, arg, out);
+}
+
+weft_status_t wt_sched_exec_start_kept(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
+				       const wt_sched_net_t *net, uint64_t tag_base,
+				       const void *sendbuf, void *recvbuf,
+				       wt_sched_exec_done_fn_t done, void *arg,
+				       wt_sched_exec_t **out)
+{
+	if (!keep)
+		return WEFT_ERR_INVALID_ARG;
+	return exec_start(keep, p, net, tag_base, sendbuf, recvbuf, done, arg, out);
 }
 
 weft_status_t wt_sched_exec_status(const wt_sched_exec_t *ex)

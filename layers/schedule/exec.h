@@ -106,6 +106,21 @@ typedef void (*wt_sched_exec_done_fn_t)(void *arg, weft_status_t st, const char 
 weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net, uint64_t tag_base,
 				  const void *sendbuf, void *recvbuf, wt_sched_exec_done_fn_t done,
 				  void *arg, wt_sched_exec_t **ex);
+/* Memory a caller keeps between executions it starts and frees from one thread while it
+ * keeps the plan alive itself (a blocking call): such an execution takes no reference on
+ * the plan and reuses the kept block, so a loop of calls allocates nothing and performs no
+ * atomic operation here. Zero-initialise; wt_sched_exec_keep_free releases the block. */
+typedef struct {
+	void *blk;
+	size_t bytes;
+	size_t nsteps; /* of the execution that used blk last (its ops are idle) */
+} wt_sched_exec_keep_t;
+weft_status_t wt_sched_exec_start_kept(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
+				       const wt_sched_net_t *net, uint64_t tag_base,
+				       const void *sendbuf, void *recvbuf,
+				       wt_sched_exec_done_fn_t done, void *arg,
+				       wt_sched_exec_t **ex);
+void wt_sched_exec_keep_free(wt_sched_exec_keep_t *keep);
 /* WEFT_INPROGRESS until done, then the final status. */
 weft_status_t wt_sched_exec_status(const wt_sched_exec_t *ex);
 /* Stop early: cancels posted ops, completes with st (and msg) if not done already; done

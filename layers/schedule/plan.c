@@ -769,11 +769,17 @@ static int step_is_slot(const wt_sched_step_t *s)
 	return s->type >= WT_SCHED_SLOT_FREE && s->type <= WT_SCHED_SLOT_DRAIN;
 }
 
+/* Slot steps that wait for a peer's word. */
+static int is_wait(const wt_sched_step_t *s)
+{
+	return s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT ||
+	       s->type == WT_SCHED_SLOT_DRAIN;
+}
+
 /* Slot steps that only wait or signal: no buffer range at all. */
 static int step_is_slot_sync(const wt_sched_step_t *s)
 {
-	return s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT ||
-	       s->type == WT_SCHED_SLOT_DONE || s->type == WT_SCHED_SLOT_DRAIN;
+	return is_wait(s) || s->type == WT_SCHED_SLOT_DONE;
 }
 
 /* Writes its destination range (a PEER_WRITE's is the peer's, checked like ours). */
@@ -859,10 +865,8 @@ static weft_status_t check_slot_step(wt_sched_plan_t *p, size_t i)
 			why = "names the SLOT buffer, which only slot steps may";
 	} else if (p->args.slot_bytes == 0) {
 		why = "the plan has no shared slots (args.slot_bytes is 0)";
-	} else if ((s->type == WT_SCHED_SLOT_FREE || s->type == WT_SCHED_SLOT_WAIT ||
-		    s->type == WT_SCHED_SLOT_DRAIN) &&
-		   (peer < 0 || peer >= n ||
-		    (peer == p->args.rank && s->type != WT_SCHED_SLOT_FREE))) {
+	} else if (is_wait(s) && (peer < 0 || peer >= n ||
+				  (peer == p->args.rank && s->type != WT_SCHED_SLOT_FREE))) {
 		why = "waits on a bad peer";
 	} else if (step_is_peer(s) && (peer < 0 || peer >= n || peer == p->args.rank)) {
 		why = "names the buffers of a bad peer (not another rank of the communicator)";
@@ -988,6 +992,34 @@ static weft_status_t number_messages(wt_sched_plan_t *p)
 	return p->err;
 }
 
+/* See wt_sched_plan_view_t.in_order; plans of up to 64 steps (ancestors as bit masks). */
+static int plan_in_order(const wt_sched_plan_t *p)
+{
+	uint64_t anc[64], waits = 0;
+
+	if (p->nsteps > 64)
+		return 0;
+	for (size_t i = 0; i < p->nsteps; i++) {
+		const wt_sched_step_t *s = &p->steps[i];
+
+		if (s->type == WT_SCHED_SEND || s->type == WT_SCHED_RECV ||
+		    s->type == WT_SCHED_RECV_REDUCE)
+			return 0;
+		anc[i] = 0;
+		for (uint32_t k = 0; k < s->ndeps; k++) {
+			uint32_t d = p->deps[s->dep_start + k];
+
+			anc[i] |= anc[d] | (UINT64_C(1) << d);
+		}
+		if ((s->type == WT_SCHED_SLOT_PUT || s->type == WT_SCHED_SLOT_DONE) &&
+		    (waits & ~anc[i]) != 0)
+			return 0;
+		if (is_wait(s))
+			waits |= UINT64_C(1) << i;
+	}
+	return 1;
+}
+
 static weft_status_t build_successors(wt_sched_plan_t *p)
 {
 	uint32_t *fill;
@@ -1035,7 +1067,8 @@ static weft_status_t build_successors(wt_sched_plan_t *p)
 					 .recv_bytes = p->recv_bytes,
 					 .scratch = p->scratch,
 					 .uses_slots = p->uses_slots,
-					 .uses_peers = p->uses_peers};
+					 .uses_peers = p->uses_peers,
+					 .in_order = plan_in_order(p)};
 	return WEFT_OK;
 }
 

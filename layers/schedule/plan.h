@@ -285,6 +285,10 @@ typedef struct {
 	int uses_slots;
 	int uses_peers; /* peer steps: the SLOT_PUT publishes our buffers */
 	size_t slot_extent;
+	/* No network steps, and every wait comes before any signal (SLOT_PUT / SLOT_DONE)
+	 * that does not depend on it: running the steps in id order, each wait watched until
+	 * met, never keeps a peer waiting on a signal that could have gone first. */
+	int in_order;
 } wt_sched_plan_view_t;
 const wt_sched_plan_view_t *wt_sched_plan_view(const wt_sched_plan_t *p);
 /* The executor keeps one finished execution's memory on its plan for the next execution

@@ -880,9 +880,10 @@ typedef struct {
 	uint32_t spin_ns;
 } spin_rank_t;
 
-static void spin_setup(spin_net_t *sn, spin_rank_t *rk, int r, uint32_t spin_ns)
+static void spin_setup_coll(spin_net_t *sn, spin_rank_t *rk, int r, uint32_t spin_ns,
+			    wt_sched_coll_t coll)
 {
-	cfg_t c = {.coll = WT_COLL_ALLREDUCE, .n = 2, .count = 3, .dt = WEFT_INT32, .op = WEFT_SUM};
+	cfg_t c = {.coll = coll, .n = 2, .count = 3, .dt = WEFT_INT32, .op = WEFT_SUM};
 	wt_sched_args_t a = args_of(&c, r);
 
 	rk->sn = sn;
@@ -894,7 +895,13 @@ static void spin_setup(spin_net_t *sn, spin_rank_t *rk, int r, uint32_t spin_ns)
 	st_build(&a, algo_of(&c), "inline spin", &rk->plan);
 }
 
-static void spin_start(spin_rank_t *rk)
+static void spin_setup(spin_net_t *sn, spin_rank_t *rk, int r, uint32_t spin_ns)
+{
+	spin_setup_coll(sn, rk, r, spin_ns, WT_COLL_ALLREDUCE);
+}
+
+/* keep: NULL for a plain execution, else a kept one (wt_sched_exec_start_kept). */
+static void spin_start_in(spin_rank_t *rk, wt_sched_exec_keep_t *keep)
 {
 	wt_sched_net_t net = {.ctx = &rk->ctx,
 			      .post_send = sp_send,
@@ -905,9 +912,19 @@ static void spin_start(spin_rank_t *rk)
 			      .slot_wake = sp_wake,
 			      .spin_ns = rk->spin_ns};
 
-	assert_int_equal(wt_sched_exec_start(rk->plan, &net, TAG(0), rk->send, rk->recv, sp_done,
-					     &rk->ctx, &rk->ex),
-			 WEFT_OK);
+	if (keep != NULL)
+		assert_int_equal(wt_sched_exec_start_kept(keep, rk->plan, &net, TAG(0), rk->send,
+							  rk->recv, sp_done, &rk->ctx, &rk->ex),
+				 WEFT_OK);
+	else
+		assert_int_equal(wt_sched_exec_start(rk->plan, &net, TAG(0), rk->send, rk->recv,
+						     sp_done, &rk->ctx, &rk->ex),
+				 WEFT_OK);
+}
+
+static void spin_start(spin_rank_t *rk)
+{
+	spin_start_in(rk, NULL);
 }
 
 static void *spin_thread(void *arg)
@@ -988,6 +1005,75 @@ static void test_inline_spin(void **state)
 	}
 }
 
+/* Kept executions (a blocking caller's): calls in a row reuse one block per rank, also
+ * across plans of another shape (a barrier's five steps between allreduces' seven). Rank 0
+ * starts first without a spin budget, so its in-order run hands the unmet wait to the queue
+ * and posts it; rank 1 then runs straight through, and the posted wait completes rank 0. */
+static void test_kept(void **state)
+{
+	static const wt_sched_coll_t seq[] = {WT_COLL_ALLREDUCE, WT_COLL_ALLREDUCE, WT_COLL_BARRIER,
+					      WT_COLL_ALLREDUCE};
+	spin_net_t sn = {.seq = 2};
+	spin_rank_t rk[2];
+	wt_sched_exec_keep_t keep[2] = {{0}, {0}};
+	void *blk[2] = {NULL, NULL};
+
+	(void)state;
+	for (int r = 0; r < 2; r++) {
+		sn.regions[r] = st_alloc(REGION);
+		wt_sched_slot_reset(sn.regions[r], REGION, 1);
+	}
+	for (size_t k = 0; k < sizeof(seq) / sizeof(seq[0]); k++) {
+		memset(sn.done, 0, sizeof(sn.done));
+		atomic_store(&sn.posted, 0);
+		sn.seq = 2 + k;
+		for (int r = 0; r < 2; r++)
+			spin_setup_coll(&sn, &rk[r], r, 0, seq[k]);
+		spin_start_in(&rk[0], &keep[0]);
+		assert_int_equal(atomic_load(&sn.posted), 1);
+		assert_int_equal(atomic_load(&sn.done[0]), 0);
+		spin_start_in(&rk[1], &keep[1]);
+		assert_int_equal(atomic_load(&sn.done[1]), 1);
+		assert_int_equal(atomic_load(&sn.posted), 1);
+		sn.cb(sn.cb_arg, WEFT_OK, NULL);
+		assert_int_equal(atomic_load(&sn.done[0]), 1);
+		for (int r = 0; r < 2; r++) {
+			assert_int_equal(sn.st[r], WEFT_OK);
+			/* the block of the call before, whatever the plan's shape */
+			if (k > 0)
+				assert_ptr_equal(rk[r].ex, blk[r]);
+			blk[r] = rk[r].ex;
+			if (seq[k] == WT_COLL_ALLREDUCE) {
+				spin_check_free(&rk[r]);
+			} else {
+				wt_sched_exec_free(rk[r].ex);
+				wt_sched_plan_unref(rk[r].plan);
+			}
+			assert_ptr_equal(keep[r].blk, blk[r]);
+		}
+	}
+	for (int r = 0; r < 2; r++) {
+		wt_sched_exec_keep_free(&keep[r]);
+		assert_null(keep[r].blk);
+		free(sn.regions[r]);
+	}
+	/* Slot plans run in id order; plans with messages never do. */
+	for (int m = 0; m < 2; m++) {
+		cfg_t c = {.coll = WT_COLL_ALLREDUCE,
+			   .n = 2,
+			   .count = 3,
+			   .dt = WEFT_INT32,
+			   .op = WEFT_SUM,
+			   .algo = m ? "ring" : "slots"};
+		wt_sched_args_t a = args_of(&c, 0);
+		wt_sched_plan_t *p;
+
+		st_build(&a, algo_of(&c), "in order", &p);
+		assert_int_equal(wt_sched_plan_view(p)->in_order, !m);
+		wt_sched_plan_unref(p);
+	}
+}
+
 static void test_selection(void **state)
 {
 	size_t cap = wt_sched_slot_capacity(REGION);
@@ -1036,12 +1122,19 @@ static void test_selection(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_colls_ranks_counts), cmocka_unit_test(test_dtypes_ops),
-	    cmocka_unit_test(test_full_slot),	       cmocka_unit_test(test_consecutive_calls),
-	    cmocka_unit_test(test_same_call_repeated), cmocka_unit_test(test_wait_failure),
-	    cmocka_unit_test(test_owing_and_cancel),   cmocka_unit_test(test_start_refused),
-	    cmocka_unit_test(test_plan_checks),	       cmocka_unit_test(test_dump),
-	    cmocka_unit_test(test_selection),	       cmocka_unit_test(test_inline_spin),
+	    cmocka_unit_test(test_colls_ranks_counts),
+	    cmocka_unit_test(test_dtypes_ops),
+	    cmocka_unit_test(test_full_slot),
+	    cmocka_unit_test(test_consecutive_calls),
+	    cmocka_unit_test(test_same_call_repeated),
+	    cmocka_unit_test(test_wait_failure),
+	    cmocka_unit_test(test_owing_and_cancel),
+	    cmocka_unit_test(test_start_refused),
+	    cmocka_unit_test(test_plan_checks),
+	    cmocka_unit_test(test_dump),
+	    cmocka_unit_test(test_selection),
+	    cmocka_unit_test(test_inline_spin),
+	    cmocka_unit_test(test_kept),
 	};
 
 	if (argc > 1)
