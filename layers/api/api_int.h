@@ -19,8 +19,9 @@
 #define WT_API_ERR_LEN 512
 #define WT_API_HOSTID_MAX 300 /* a host identity string, with its NUL */
 /* Shared slots (slots.c): the channel's slot area of each rank is cut into regions of this
- * many bytes, one per communicator that uses slots, at most 64. */
-#define WT_API_SLOT_REGION ((size_t)(1024 + 4) * 1024)
+ * many bytes, one per communicator that uses slots, at most 64: four slots of 257 KiB and
+ * the small ring's 32 of 8 KiB (exec.h). */
+#define WT_API_SLOT_REGION ((size_t)(1024 + 4 + 257) * 1024)
 /* The longest a blocking collective watches slot flags inside its start (request.c). */
 #define WT_API_INLINE_SPIN_US 5
 #define WT_API_SLOT_MAX_REGIONS 64
@@ -134,7 +135,7 @@ struct weft_comm {
 	 * may publish (args.slot_bytes; 0 without slots). */
 	int slot_region;
 	void **slot_regions;
-	uint64_t slot_seq;
+	uint64_t slot_seq[2]; /* the large ring's, the small ring's */
 	size_t slot_bytes;
 	/* request.c: the last plan picked and its args (the memo holds a reference), so a loop
 	 * of identical calls skips the cost model and the cache's hashing. Only the thread

@@ -153,7 +153,7 @@ static weft_status_t net_slots(void *nctx, wt_sched_slots_t *out)
 			 (unsigned)req->seq, (unsigned)comm->id);
 		return WEFT_ERR_UNSUPPORTED;
 	}
-	out->seq = ++comm->slot_seq;
+	out->seq = ++comm->slot_seq[out->small ? 1 : 0];
 	out->region = comm->slot_regions;
 	out->region_bytes = WT_API_SLOT_REGION;
 	return WEFT_OK;

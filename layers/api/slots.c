@@ -88,8 +88,13 @@ static void attach(weft_comm_t *comm, int region, uint64_t base)
 	wt_api_ctx_t *ctx = comm->ctx;
 
 	wt_sched_slot_reset(comm->slot_regions[comm->rank], WT_API_SLOT_REGION, base);
+	/* The small ring's first lap would otherwise fault in a page of each peer's ring per
+	 * call (32 calls of a few microseconds each). */
+	for (int r = 0; r < comm->size; r++)
+		if (r != comm->rank)
+			(void)wt_sched_slot_touch(comm->slot_regions[r], WT_API_SLOT_REGION);
 	comm->slot_region = region;
-	comm->slot_seq = base;
+	comm->slot_seq[0] = comm->slot_seq[1] = base;
 	comm->slot_bytes = wt_sched_slot_capacity(WT_API_SLOT_REGION);
 	ctx->slot_used |= region_bit(region);
 	/* A member that already waits for our first release finds it now. */

@@ -24,6 +24,13 @@ _Static_assert(2 * sizeof(wt_util_umem_desc_t) + sizeof(uint64_t) <= WT_SCHED_PE
 	       "the published buffers must fit the front of a slot");
 
 typedef struct {
+	size_t off; /* of the ring in the region */
+	unsigned depth;
+	size_t hdr;    /* bytes of done words, whole lines */
+	size_t stride; /* 0: the region has no such ring */
+} slot_ring_t;
+
+typedef struct {
 	wt_sched_exec_t *ex;
 	uint32_t step;
 	uint8_t state;
@@ -42,14 +49,13 @@ struct wt_sched_exec {
 	size_t elem;
 	int size;
 	int rank;
-	/* slot plans: this call's regions, its slot (seq % WT_SCHED_SLOT_DEPTH) and the
-	 * distance between slots */
+	/* slot plans: this call's regions, ring and its slot (seq % the ring's depth) */
 	wt_sched_slots_t slots;
+	slot_ring_t ring;
 	unsigned slot, prev; /* this call's slot and the previous call's */
-	size_t slot_stride;
-	int wake_due; /* a PUT stored a flag whose sleepers were not woken yet */
-	int turn_met; /* our turn came: the previous slot call is released */
-	int released; /* this call's SLOT_DONE ran */
+	int wake_due;	     /* a PUT stored a flag whose sleepers were not woken yet */
+	int turn_met;	     /* our turn came: the previous slot call is released */
+	int released;	     /* this call's SLOT_DONE ran */
 	/* unmet slot waits set aside while other steps run, watched inline (net.spin_ns) once
 	 * nothing else is ready; spin_until bounds the watching over the whole execution */
 	uint32_t deferred[EXEC_DEFER_MAX];
@@ -171,83 +177,151 @@ static void exec_progress(wt_sched_exec_t *ex);
 
 /* ---- shared slots ---- */
 
-/* Region layout: line 0 holds done[WT_SCHED_SLOT_DEPTH]; slot b starts at line 1 + b * stride
- * with its ready word, its data following in the same line. */
+/* Region layout: two rings of slots. Each ring starts with its done words, in whole lines;
+ * its slot b starts at hdr + b * stride with its ready word, the data following in the same
+ * line. The large ring (WT_SCHED_SLOT_DEPTH slots) fills the region up to the small one,
+ * which regions of at least WT_SCHED_SLOT_SMALL_MIN bytes have at their end
+ * (WT_SCHED_SLOT_SMALL_DEPTH slots of WT_SCHED_SLOT_SMALL_STRIDE bytes). */
 #define SLOT_LINE 64u
-#define SLOT_DEPTH WT_SCHED_SLOT_DEPTH
 
-typedef struct {
-	_Atomic uint64_t done[SLOT_DEPTH];
-} slot_hdr_t;
-
-static size_t slot_stride(size_t region_bytes)
+static size_t ring_hdr(unsigned depth)
 {
-	if (region_bytes < (SLOT_DEPTH + 1) * SLOT_LINE)
+	return (depth * sizeof(uint64_t) + SLOT_LINE - 1) / SLOT_LINE * SLOT_LINE;
+}
+
+#define SMALL_RING_BYTES                                                                           \
+	((WT_SCHED_SLOT_SMALL_DEPTH * sizeof(uint64_t) + SLOT_LINE - 1) / SLOT_LINE * SLOT_LINE +  \
+	 (size_t)WT_SCHED_SLOT_SMALL_DEPTH * WT_SCHED_SLOT_SMALL_STRIDE)
+
+static size_t small_off(size_t region_bytes)
+{
+	if (region_bytes < WT_SCHED_SLOT_SMALL_MIN)
 		return 0;
-	return (region_bytes - SLOT_LINE) / SLOT_DEPTH / SLOT_LINE * SLOT_LINE;
+	return (region_bytes - SMALL_RING_BYTES) / SLOT_LINE * SLOT_LINE;
+}
+
+/* The geometry of ring `small` (0 or 1) of a region of region_bytes. */
+static slot_ring_t slot_ring(size_t region_bytes, int small)
+{
+	size_t so = small_off(region_bytes);
+	size_t big = so ? so : region_bytes;
+	slot_ring_t g = {
+	    .off = 0, .depth = WT_SCHED_SLOT_DEPTH, .hdr = ring_hdr(WT_SCHED_SLOT_DEPTH)};
+
+	if (small) {
+		g.depth = WT_SCHED_SLOT_SMALL_DEPTH;
+		g.hdr = ring_hdr(g.depth);
+		g.off = so;
+		g.stride = so ? WT_SCHED_SLOT_SMALL_STRIDE : 0;
+		return g;
+	}
+	g.stride =
+	    big < g.hdr + g.depth * SLOT_LINE ? 0 : (big - g.hdr) / g.depth / SLOT_LINE * SLOT_LINE;
+	return g;
+}
+
+static size_t ring_capacity(const slot_ring_t *g)
+{
+	return g->stride > sizeof(uint64_t) ? g->stride - sizeof(uint64_t) : 0;
 }
 
 size_t wt_sched_slot_capacity(size_t region_bytes)
 {
-	size_t stride = slot_stride(region_bytes);
+	slot_ring_t g = slot_ring(region_bytes, 0);
 
-	return stride > sizeof(uint64_t) ? stride - sizeof(uint64_t) : 0;
+	return ring_capacity(&g);
 }
 
-static _Atomic uint64_t *ready_word(const void *region, size_t stride, unsigned b)
+size_t wt_sched_slot_small_capacity(size_t region_bytes)
 {
-	return (_Atomic uint64_t *)((uintptr_t)region + SLOT_LINE + b * stride);
+	slot_ring_t g = slot_ring(region_bytes, 1);
+
+	return ring_capacity(&g);
+}
+
+static _Atomic uint64_t *ring_done(const void *region, const slot_ring_t *g, unsigned b)
+{
+	return (_Atomic uint64_t *)((uintptr_t)region + g->off) + b;
+}
+
+static _Atomic uint64_t *ready_word(const void *region, const slot_ring_t *g, unsigned b)
+{
+	return (_Atomic uint64_t *)((uintptr_t)region + g->off + g->hdr + b * g->stride);
 }
 
 void wt_sched_slot_reset(void *region, size_t region_bytes, uint64_t base)
 {
-	slot_hdr_t *h = region;
-	size_t stride = slot_stride(region_bytes);
+	slot_ring_t sg = slot_ring(region_bytes, 1);
 
-	for (unsigned b = 0; b < SLOT_DEPTH; b++) {
-		atomic_store_explicit(ready_word(region, stride, b), base, memory_order_relaxed);
-		atomic_store_explicit(&h->done[b], base, memory_order_relaxed);
+	/* Our small ring's pages, written once now rather than faulted in by its first lap. */
+	for (size_t off = 0; sg.stride && off < SMALL_RING_BYTES; off += 4096)
+		((volatile uint8_t *)region)[sg.off + off] = 0;
+	for (int small = 0; small < 2; small++) {
+		slot_ring_t g = slot_ring(region_bytes, small);
+
+		for (unsigned b = 0; g.stride && b < g.depth; b++) {
+			atomic_store_explicit(ready_word(region, &g, b), base,
+					      memory_order_relaxed);
+			atomic_store_explicit(ring_done(region, &g, b), base, memory_order_relaxed);
+		}
 	}
 	atomic_thread_fence(memory_order_release);
 }
 
+uint64_t wt_sched_slot_touch(const void *region, size_t region_bytes)
+{
+	slot_ring_t g = slot_ring(region_bytes, 1);
+	const volatile uint8_t *p = (const volatile uint8_t *)region + g.off;
+	uint64_t sum = 0;
+
+	for (size_t off = 0; g.stride && off < SMALL_RING_BYTES; off += 4096)
+		sum += p[off];
+	return sum;
+}
+
 uint64_t wt_sched_slot_high_water(const void *region, size_t region_bytes)
 {
-	const slot_hdr_t *h = region;
-	size_t stride = slot_stride(region_bytes);
 	uint64_t hw = 0;
 
-	for (unsigned b = 0; b < SLOT_DEPTH; b++) {
-		uint64_t r =
-		    atomic_load_explicit(ready_word(region, stride, b), memory_order_relaxed);
-		uint64_t d = atomic_load_explicit(&h->done[b], memory_order_relaxed);
+	for (int small = 0; small < 2; small++) {
+		slot_ring_t g = slot_ring(region_bytes, small);
 
-		hw = r > hw ? r : hw;
-		hw = d > hw ? d : hw;
+		for (unsigned b = 0; g.stride && b < g.depth; b++) {
+			uint64_t r =
+			    atomic_load_explicit(ready_word(region, &g, b), memory_order_relaxed);
+			uint64_t d =
+			    atomic_load_explicit(ring_done(region, &g, b), memory_order_relaxed);
+
+			hw = r > hw ? r : hw;
+			hw = d > hw ? d : hw;
+		}
 	}
 	return hw;
 }
 
 int wt_sched_slot_released(const void *peer_region, const void *own_region, size_t region_bytes)
 {
-	const slot_hdr_t *peer = peer_region;
-	size_t stride = slot_stride(region_bytes);
+	for (int small = 0; small < 2; small++) {
+		slot_ring_t g = slot_ring(region_bytes, small);
 
-	for (unsigned b = 0; b < SLOT_DEPTH; b++)
-		if (atomic_load_explicit(&peer->done[b], memory_order_acquire) <
-		    atomic_load_explicit(ready_word(own_region, stride, b), memory_order_relaxed))
-			return 0;
+		for (unsigned b = 0; g.stride && b < g.depth; b++)
+			if (atomic_load_explicit(ring_done(peer_region, &g, b),
+						 memory_order_acquire) <
+			    atomic_load_explicit(ready_word(own_region, &g, b),
+						 memory_order_relaxed))
+				return 0;
+	}
 	return 1;
 }
 
-static slot_hdr_t *slot_hdr(const wt_sched_exec_t *ex, int rank)
+static _Atomic uint64_t *slot_done(const wt_sched_exec_t *ex, int rank, unsigned b)
 {
-	return (slot_hdr_t *)ex->slots.region[rank];
+	return ring_done(ex->slots.region[rank], &ex->ring, b);
 }
 
 static _Atomic uint64_t *slot_ready(const wt_sched_exec_t *ex, int rank, unsigned b)
 {
-	return ready_word(ex->slots.region[rank], ex->slot_stride, b);
+	return ready_word(ex->slots.region[rank], &ex->ring, b);
 }
 
 static uint8_t *slot_data(const wt_sched_exec_t *ex, int rank, size_t off)
@@ -267,7 +341,7 @@ static const _Atomic uint64_t *slot_word(const wt_sched_exec_t *ex, const wt_sch
 
 	if (s->type == WT_SCHED_SLOT_DRAIN) {
 		*value = seq;
-		return &slot_hdr(ex, s->peer)->done[ex->slot];
+		return slot_done(ex, s->peer, ex->slot);
 	}
 	if (s->type == WT_SCHED_SLOT_WAIT) {
 		*value = seq;
@@ -275,10 +349,10 @@ static const _Atomic uint64_t *slot_word(const wt_sched_exec_t *ex, const wt_sch
 	}
 	if (s->peer == ex->rank) {
 		*value = seq - 1;
-		return &slot_hdr(ex, s->peer)->done[ex->prev];
+		return slot_done(ex, s->peer, ex->prev);
 	}
-	*value = seq > SLOT_DEPTH ? seq - SLOT_DEPTH : 0;
-	return &slot_hdr(ex, s->peer)->done[ex->slot];
+	*value = seq > ex->ring.depth ? seq - ex->ring.depth : 0;
+	return slot_done(ex, s->peer, ex->slot);
 }
 
 /* Whether a SLOT_FREE / SLOT_WAIT step is met now. A peer that published the previous call
@@ -356,8 +430,6 @@ static void slot_wake_now(wt_sched_exec_t *ex)
  * on its way to the peer. */
 static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
-	slot_hdr_t *h = slot_hdr(ex, ex->rank);
-
 	if (s->type == WT_SCHED_SLOT_PUT) {
 		if (ex->v->uses_peers) {
 			memcpy(slot_data(ex, ex->rank, 0), ex->descs, sizeof(ex->descs));
@@ -373,7 +445,8 @@ static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		ex->wake_due = 1;
 		return;
 	}
-	atomic_store_explicit(&h->done[ex->slot], ex->slots.seq, memory_order_release);
+	atomic_store_explicit(slot_done(ex, ex->rank, ex->slot), ex->slots.seq,
+			      memory_order_release);
 	ex->released = 1;
 	slot_wake_now(ex);
 }
@@ -876,16 +949,24 @@ static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *
 			 wt_sched_plan_algo(ex->plan));
 		return WEFT_ERR_UNSUPPORTED;
 	}
+	ex->slots.small = ex->v->slot_small;
 	st = net->slots(net->ctx, &ex->slots);
 	if (st != WEFT_OK)
 		return st;
-	ex->slot = (unsigned)(ex->slots.seq % SLOT_DEPTH);
-	ex->prev = (unsigned)((ex->slots.seq - 1) % SLOT_DEPTH);
-	ex->slot_stride = slot_stride(ex->slots.region_bytes);
-	if (!ex->slots.region || wt_sched_slot_capacity(ex->slots.region_bytes) < need) {
+	/* A region without a small ring serves every call from the large one (and the network
+	 * numbers them all in one sequence). */
+	ex->ring = slot_ring(ex->slots.region_bytes, 0);
+	if (ex->slots.small) {
+		slot_ring_t g = slot_ring(ex->slots.region_bytes, 1);
+
+		if (g.stride)
+			ex->ring = g;
+	}
+	ex->slot = (unsigned)(ex->slots.seq % ex->ring.depth);
+	ex->prev = (unsigned)((ex->slots.seq - 1) % ex->ring.depth);
+	if (!ex->slots.region || ring_capacity(&ex->ring) < need) {
 		WT_ERROR("schedule: %s plan needs slots of %zu bytes, the regions hold %zu",
-			 wt_sched_plan_algo(ex->plan), need,
-			 wt_sched_slot_capacity(ex->slots.region_bytes));
+			 wt_sched_plan_algo(ex->plan), need, ring_capacity(&ex->ring));
 		return WEFT_ERR_UNSUPPORTED;
 	}
 	for (int r = 0; r < a->size; r++) {

@@ -24,21 +24,33 @@ typedef struct {
 	uint64_t seq;
 	void *const *region;
 	size_t region_bytes;
+	/* Set by the executor before it calls slots: 1 for a call of the small ring. A network
+	 * whose regions have one (wt_sched_slot_small_capacity > 0) numbers the calls of each
+	 * ring in a sequence of its own; otherwise it ignores the field. */
+	int small;
 } wt_sched_slots_t;
 
-/* A region (the executor's layout, exec.c) holds WT_SCHED_SLOT_DEPTH slots, call seq using
- * slot seq % depth, so that many calls may be in flight (or a root run that far ahead of
- * its readers), and the words of the protocol, each written only by the region's owner:
- * per slot b the seq last published in it (ready[b], in the cache line that starts its
- * data, so a tiny contribution and its flag cross together), and the last seq of slot b's
- * calls whose peer slots the owner has finished reading (done[b]). Regions must be
- * 64-byte aligned. */
+/* A region (the executor's layout, exec.c) holds two rings of slots. The large one has
+ * WT_SCHED_SLOT_DEPTH slots filling the region; regions of at least WT_SCHED_SLOT_SMALL_MIN
+ * bytes also end in a small one of WT_SCHED_SLOT_SMALL_DEPTH slots of
+ * WT_SCHED_SLOT_SMALL_STRIDE bytes, for calls whose plans say so (the view's slot_small):
+ * deep enough that a broadcast root runs that many tiny calls ahead of its readers. Call
+ * seq of a ring uses its slot seq % depth, so that many calls may be in flight, and the
+ * words of the protocol are each written only by the region's owner: per slot b the seq
+ * last published in it (ready[b], in the cache line that starts its data, so a tiny
+ * contribution and its flag cross together), and the last seq of slot b's calls whose peer
+ * slots the owner has finished reading (done[b]). Regions must be 64-byte aligned. */
 #define WT_SCHED_SLOT_DEPTH 4
-/* Bytes one slot of a region of region_bytes holds (0 if too small). */
+/* Bytes one slot of the large ring of a region of region_bytes holds (0 if too small). */
 size_t wt_sched_slot_capacity(size_t region_bytes);
+/* Bytes one slot of its small ring holds (0: the region has none). */
+size_t wt_sched_slot_small_capacity(size_t region_bytes);
 /* Start a region afresh for a new communicator: its calls will be numbered above base, which
  * must exceed every seq the region was used with before. Only the owner calls it. */
 void wt_sched_slot_reset(void *region, size_t region_bytes, uint64_t base);
+/* Read every page of a peer's small ring once, so that its first calls take no page
+ * faults here (returns what it read, for the compiler's sake). */
+uint64_t wt_sched_slot_touch(const void *region, size_t region_bytes);
 /* The highest seq a region's words hold (what a new base must exceed). */
 uint64_t wt_sched_slot_high_water(const void *region, size_t region_bytes);
 /* 1 if the owner of peer_region has released everything the owner of own_region published

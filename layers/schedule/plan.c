@@ -1020,6 +1020,19 @@ static int plan_in_order(const wt_sched_plan_t *p)
 	return 1;
 }
 
+/* See wt_sched_plan_view_t.slot_small: a bound every rank computes alike, above what any
+ * slot plan of these args publishes or reads on any rank. */
+static int plan_slot_small(const wt_sched_plan_t *p)
+{
+	size_t bytes;
+
+	if (!p->uses_slots || p->uses_peers ||
+	    __builtin_mul_overflow(p->args.count, p->elem, &bytes) ||
+	    __builtin_mul_overflow(bytes, (size_t)(p->args.size > 0 ? p->args.size : 1), &bytes))
+		return 0;
+	return bytes <= WT_SCHED_SLOT_SMALL_CAP;
+}
+
 static weft_status_t build_successors(wt_sched_plan_t *p)
 {
 	uint32_t *fill;
@@ -1068,7 +1081,8 @@ static weft_status_t build_successors(wt_sched_plan_t *p)
 					 .scratch = p->scratch,
 					 .uses_slots = p->uses_slots,
 					 .uses_peers = p->uses_peers,
-					 .in_order = plan_in_order(p)};
+					 .in_order = plan_in_order(p),
+					 .slot_small = plan_slot_small(p)};
 	return WEFT_OK;
 }
 

@@ -261,6 +261,14 @@ void wt_sched_fail(wt_sched_plan_t *p, weft_status_t st, const char *fmt, ...)
 weft_status_t wt_sched_plan_finalize(wt_sched_plan_t *p);
 const char *wt_sched_plan_error(const wt_sched_plan_t *p);
 
+/* The small ring of slot regions (exec.h): regions of at least WT_SCHED_SLOT_SMALL_MIN bytes
+ * end in WT_SCHED_SLOT_SMALL_DEPTH slots of WT_SCHED_SLOT_SMALL_STRIDE bytes, each holding
+ * WT_SCHED_SLOT_SMALL_CAP bytes of data. */
+#define WT_SCHED_SLOT_SMALL_DEPTH 32u
+#define WT_SCHED_SLOT_SMALL_STRIDE ((size_t)8192)
+#define WT_SCHED_SLOT_SMALL_CAP (WT_SCHED_SLOT_SMALL_STRIDE - sizeof(uint64_t))
+#define WT_SCHED_SLOT_SMALL_MIN ((size_t)1 << 20)
+
 /* Read access for the executor, tools and tests. */
 size_t wt_sched_plan_nsteps(const wt_sched_plan_t *p);
 const wt_sched_step_t *wt_sched_plan_step(const wt_sched_plan_t *p, size_t i);
@@ -289,6 +297,9 @@ typedef struct {
 	 * that does not depend on it: running the steps in id order, each wait watched until
 	 * met, never keeps a peer waiting on a signal that could have gone first. */
 	int in_order;
+	/* A slot plan of a call small enough for the small ring on every rank (count * dtype
+	 * size * ranks <= WT_SCHED_SLOT_SMALL_CAP, no peer steps): the same answer everywhere. */
+	int slot_small;
 } wt_sched_plan_view_t;
 const wt_sched_plan_view_t *wt_sched_plan_view(const wt_sched_plan_t *p);
 /* The executor keeps one finished execution's memory on its plan for the next execution

@@ -52,7 +52,7 @@ typedef struct {
 	size_t posts, deliveries, callbacks, checks;
 	long fail_post_at, fail_recv_at, fail_wait_at;
 	weft_status_t fail_post_st, fail_recv_st, fail_wait_st;
-	uint64_t slot_seq; /* the last slot call this rank started */
+	uint64_t slot_seq[2]; /* the last slot call this rank started, per ring */
 	size_t wakes;
 	size_t peer_maps, peer_copies; /* peer buffers reached by mapping / by copy */
 	long fail_copy_at;
@@ -222,7 +222,8 @@ static weft_status_t sim_slots(void *ctx, wt_sched_slots_t *out)
 	simnet_t *s = r->sim;
 
 	assert_non_null(s->regions);
-	out->seq = ++r->slot_seq;
+	/* one sequence per ring when the regions have a small one (exec.h) */
+	out->seq = ++r->slot_seq[out->small && wt_sched_slot_small_capacity(s->region_bytes) > 0];
 	out->region = s->regions;
 	out->region_bytes = s->region_bytes;
 	return WEFT_OK;
@@ -338,7 +339,7 @@ void simnet_enable_slots(simnet_t *s, size_t region_bytes, uint64_t base)
 		/* Garbage where the slots are: nothing may read a slot before it is published. */
 		memset(s->regions[i], 0xdb, region_bytes);
 		wt_sched_slot_reset(s->regions[i], region_bytes, base);
-		r->slot_seq = base;
+		r->slot_seq[0] = r->slot_seq[1] = base;
 		r->net.slots = sim_slots;
 		r->net.post_wait = sim_post_wait;
 		r->net.slot_wake = sim_slot_wake;

@@ -22,7 +22,13 @@
 #include "tests/unit/schedule/simnet.h"
 
 #define REGION ((size_t)64 * 1024)
-#define MAX_CALLS 12
+/* Regions as the API's: the large ring and the small one (32 slots of 8 KiB). */
+#define BIG_REGION ((size_t)(1024 + 4 + 257) * 1024)
+#define SEQ_CALLS 12
+#define MAX_CALLS 40
+
+/* The region size of the simulated runs (run_one, run_sequence). */
+static size_t g_region = REGION;
 #define TAG(k) ((uint64_t)(0x300 + (k)) << WT_SCHED_TAG_MSG_BITS)
 
 typedef struct {
@@ -222,7 +228,7 @@ static wt_sched_args_t args_of(const cfg_t *c, int r)
 	wt_sched_args_t a = st_args(c->coll, c->count, c->dt, c->op, r, c->n, c->in_place, 0);
 
 	a.root = c->root;
-	a.slot_bytes = wt_sched_slot_capacity(REGION);
+	a.slot_bytes = wt_sched_slot_capacity(g_region);
 	if (c->coll == WT_COLL_BROADCAST)
 		a.in_place = 1;
 	if (c->coll == WT_COLL_BARRIER)
@@ -260,7 +266,7 @@ static void run_one(const cfg_t *c)
 	char name[256];
 
 	cfg_name(c, name, sizeof(name));
-	simnet_enable_slots(x.sim, REGION, 1000 + c->seed);
+	simnet_enable_slots(x.sim, g_region, 1000 + c->seed);
 	for (int r = 0; r < c->n; r++) {
 		wt_sched_args_t a = args_of(c, r);
 
@@ -396,7 +402,7 @@ static void run_sequence(const cfg_t *cfgs, int ncalls, int n, uint64_t seed)
 	char name[256];
 
 	memset(done, 0, sizeof(done));
-	simnet_enable_slots(sim, REGION, 77);
+	simnet_enable_slots(sim, g_region, 77);
 	for (int k = 0; k < ncalls; k++)
 		for (int r = 0; r < n; r++) {
 			wt_sched_args_t a = args_of(&cfgs[k], r);
@@ -437,6 +443,27 @@ static void run_sequence(const cfg_t *cfgs, int ncalls, int n, uint64_t seed)
 	simnet_free(sim);
 }
 
+/* Call k of a mixed sequence at n ranks: collective (every coll_step-th of the list), op,
+ * root and in-place form vary with seed and k; every msg_every-th call, if an allreduce,
+ * takes the message path (slot numbering must only count slot calls). */
+static cfg_t mixed_call(uint64_t seed, int k, int n, unsigned coll_step, size_t count,
+			int msg_every)
+{
+	cfg_t c = {.coll = colls[(seed + (uint64_t)k * coll_step) % NCOLLS],
+		   .n = n,
+		   .count = count,
+		   .dt = WEFT_INT32,
+		   .op = ops[(seed + (uint64_t)k) % 5],
+		   .root = (int)((seed + (uint64_t)k) % (uint64_t)n),
+		   .in_place = (int)((seed >> 1) + (uint64_t)k) & 1,
+		   .seed = seed,
+		   .call = k};
+
+	if (k % msg_every == msg_every - 1 && c.coll == WT_COLL_ALLREDUCE)
+		c.algo = "recursive_doubling";
+	return c;
+}
+
 static void test_consecutive_calls(void **state)
 {
 	uint64_t seed = 20000;
@@ -444,26 +471,12 @@ static void test_consecutive_calls(void **state)
 	(void)state;
 	for (int n = 2; n <= 9; n++)
 		for (int rep = 0; rep < 6; rep++) {
-			cfg_t cfgs[MAX_CALLS];
+			cfg_t cfgs[SEQ_CALLS];
 
-			for (int k = 0; k < MAX_CALLS; k++) {
-				cfg_t c = {.coll = colls[(seed + (uint64_t)k * 3) % NCOLLS],
-					   .n = n,
-					   .count = 1 + (seed + (uint64_t)k) % 9,
-					   .dt = WEFT_INT32,
-					   .op = ops[(seed + (uint64_t)k) % 5],
-					   .root = (int)((seed + (uint64_t)k) % (uint64_t)n),
-					   .in_place = (int)((seed >> 1) + (uint64_t)k) & 1,
-					   .seed = seed,
-					   .call = k};
-
-				/* every fourth call takes the message path: slot numbering must
-				 * only count slot calls */
-				if (k % 4 == 3 && c.coll == WT_COLL_ALLREDUCE)
-					c.algo = "recursive_doubling";
-				cfgs[k] = c;
-			}
-			run_sequence(cfgs, MAX_CALLS, n, seed++);
+			for (int k = 0; k < SEQ_CALLS; k++)
+				cfgs[k] =
+				    mixed_call(seed, k, n, 3, 1 + (seed + (uint64_t)k) % 9, 4);
+			run_sequence(cfgs, SEQ_CALLS, n, seed++);
 		}
 }
 
@@ -475,9 +488,9 @@ static void test_same_call_repeated(void **state)
 	(void)state;
 	for (int n = 2; n <= 8; n++)
 		for (int ip = 0; ip < 2; ip++) {
-			cfg_t cfgs[MAX_CALLS];
+			cfg_t cfgs[SEQ_CALLS];
 
-			for (int k = 0; k < MAX_CALLS; k++)
+			for (int k = 0; k < SEQ_CALLS; k++)
 				cfgs[k] = (cfg_t){.coll = WT_COLL_ALLREDUCE,
 						  .n = n,
 						  .count = 2,
@@ -486,8 +499,138 @@ static void test_same_call_repeated(void **state)
 						  .in_place = ip,
 						  .seed = seed,
 						  .call = k};
+			run_sequence(cfgs, SEQ_CALLS, n, seed++);
+		}
+}
+
+/* ---- the small ring ---- */
+
+/* With regions as the API's, calls of at most WT_SCHED_SLOT_SMALL_CAP bytes in all (count
+ * times the rank count) go through the small ring: every collective, tiny, at the ring's
+ * limit and just past it, results exact; then 40 calls in flight at once, tiny and large
+ * mixed with message calls, so that both rings wrap while the other is in use. */
+static void test_small_ring(void **state)
+{
+	uint64_t seed = 60000;
+	static const int ns[] = {2, 3, 4, 8};
+
+	(void)state;
+	assert_int_equal(wt_sched_slot_small_capacity(BIG_REGION), WT_SCHED_SLOT_SMALL_CAP);
+	assert_int_equal(wt_sched_slot_small_capacity(REGION), 0);
+	assert_true(wt_sched_slot_capacity(BIG_REGION) >= 256 * 1024 + WT_SCHED_PEER_DESC_BYTES);
+	g_region = BIG_REGION;
+	for (size_t ci = 0; ci < NCOLLS; ci++)
+		for (size_t ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+			int n = ns[ni];
+			size_t lim = WT_SCHED_SLOT_SMALL_CAP / 4 / (size_t)n;
+			size_t counts[] = {1, 7, lim, lim + 1};
+
+			for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+				cfg_t c = {.coll = colls[ci],
+					   .n = n,
+					   .count = counts[k],
+					   .dt = WEFT_FLOAT32,
+					   .op = WEFT_SUM,
+					   .root = (int)(seed % (uint64_t)n),
+					   .in_place = (int)(seed & 1),
+					   .seed = seed++};
+				wt_sched_args_t a = args_of(&c, c.root);
+				wt_sched_plan_t *p;
+
+				st_build(&a, algo_of(&c), "small ring", &p);
+				assert_int_equal(wt_sched_plan_view(p)->slot_small,
+						 counts[k] <= lim);
+				wt_sched_plan_unref(p);
+				run_one(&c);
+			}
+		}
+	for (int n = 2; n <= 5; n++)
+		for (int rep = 0; rep < 2; rep++) {
+			cfg_t cfgs[MAX_CALLS];
+
+			for (int k = 0; k < MAX_CALLS; k++) {
+				size_t big =
+				    WT_SCHED_SLOT_SMALL_CAP / 4 / (size_t)n + 1 + (size_t)k;
+
+				cfgs[k] = mixed_call(seed, k, n, 5,
+						     k % 3 == 0 ? big : 1 + (size_t)k % 5, 7);
+			}
 			run_sequence(cfgs, MAX_CALLS, n, seed++);
 		}
+	g_region = REGION;
+}
+
+/* A broadcast root runs ahead of readers that have not started: WT_SCHED_SLOT_SMALL_DEPTH
+ * tiny calls complete, the next one waits for their releases; of calls too large for the
+ * small ring, WT_SCHED_SLOT_DEPTH complete. Then the readers start theirs and every call
+ * completes with the root's data. */
+static void test_root_runs_ahead(void **state)
+{
+	enum { N = 3 };
+	(void)state;
+	g_region = BIG_REGION;
+	for (int large = 0; large < 2; large++) {
+		int ahead = large ? WT_SCHED_SLOT_DEPTH : (int)WT_SCHED_SLOT_SMALL_DEPTH;
+		int ncalls = ahead + 1;
+		simnet_t *sim = simnet_new(N, 4242);
+		wt_sched_plan_t *plan[MAX_CALLS][N];
+		wt_sched_exec_t *ex[MAX_CALLS][N];
+		st_done_t done[MAX_CALLS][N];
+		rbuf_t b[MAX_CALLS][N];
+		cfg_t c[MAX_CALLS];
+		char name[256];
+
+		assert_true(ncalls <= MAX_CALLS);
+		memset(done, 0, sizeof(done));
+		simnet_enable_slots(sim, g_region, 77);
+		for (int k = 0; k < ncalls; k++) {
+			c[k] = (cfg_t){.coll = WT_COLL_BROADCAST,
+				       .n = N,
+				       .count = large ? WT_SCHED_SLOT_SMALL_CAP / 4 : 3,
+				       .dt = WEFT_INT32,
+				       .op = WEFT_SUM,
+				       .root = 0,
+				       .seed = 4242,
+				       .call = k};
+			cfg_name(&c[k], name, sizeof(name));
+			for (int r = 0; r < N; r++) {
+				wt_sched_args_t a = args_of(&c[k], r);
+
+				setup(&c[k], r, &b[k][r]);
+				st_build(&a, algo_of(&c[k]), name, &plan[k][r]);
+			}
+		}
+		for (int k = 0; k < ncalls; k++) {
+			assert_int_equal(wt_sched_exec_start(plan[k][0], simnet_net(sim, 0), TAG(k),
+							     b[k][0].send, b[k][0].recv, st_on_done,
+							     &done[k][0], &ex[k][0]),
+					 WEFT_OK);
+			simnet_run(sim);
+			assert_int_equal(done[k][0].calls, k < ahead);
+		}
+		for (int k = 0; k < ncalls; k++)
+			for (int r = 1; r < N; r++)
+				assert_int_equal(wt_sched_exec_start(plan[k][r], simnet_net(sim, r),
+								     TAG(k), b[k][r].send,
+								     b[k][r].recv, st_on_done,
+								     &done[k][r], &ex[k][r]),
+						 WEFT_OK);
+		simnet_run(sim);
+		for (int k = 0; k < ncalls; k++)
+			for (int r = 0; r < N; r++) {
+				cfg_name(&c[k], name, sizeof(name));
+				assert_int_equal(done[k][r].calls, 1);
+				assert_int_equal(done[k][r].st, WEFT_OK);
+				check_rank(&c[k], r, &b[k][r], name);
+				wt_sched_exec_free(ex[k][r]);
+				wt_sched_plan_unref(plan[k][r]);
+				free_rbuf(&b[k][r]);
+			}
+		for (int r = 0; r < N; r++)
+			assert_int_equal(simnet_live_ops(sim, r), 0);
+		simnet_free(sim);
+	}
+	g_region = REGION;
 }
 
 /* ---- failures ---- */
@@ -1135,6 +1278,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_selection),
 	    cmocka_unit_test(test_inline_spin),
 	    cmocka_unit_test(test_kept),
+	    cmocka_unit_test(test_small_ring),
+	    cmocka_unit_test(test_root_runs_ahead),
 	};
 
 	if (argc > 1)
