@@ -25,6 +25,8 @@
 /* The longest a blocking collective watches slot flags inside its start (request.c). */
 #define WT_API_INLINE_SPIN_US 5
 #define WT_API_SLOT_MAX_REGIONS 64
+/* Plans a communicator memoises (request.c). */
+#define WT_API_MEMO 4
 /* A message between ranks of a host with more ranks than cores waits for its receiver to be
  * scheduled: without WEFT_COST_SHM the shm alpha is this many times larger then (4 ranks on
  * 2 cores: rabenseifner's four rounds measured 45 us for 16 KiB, alpha ~10 us). */
@@ -137,11 +139,13 @@ struct weft_comm {
 	void **slot_regions;
 	uint64_t slot_seq[2]; /* the large ring's, the small ring's */
 	size_t slot_bytes;
-	/* request.c: the last plan picked and its args (the memo holds a reference), so a loop
-	 * of identical calls skips the cost model and the cache's hashing. Only the thread
-	 * using the communicator touches it: no lock. */
-	wt_sched_args_t memo_args;
-	wt_sched_plan_t *memo_plan;
+	/* request.c: the last WT_API_MEMO plans picked and their args (the memo holds a
+	 * reference to each), so loops of a few shapes (a gradient allreduce and a barrier, a
+	 * timed loop and its reduction of the times) skip the cost model and the cache's
+	 * hashing. Only the thread using the communicator touches it: no lock. */
+	wt_sched_args_t memo_args[WT_API_MEMO];
+	wt_sched_plan_t *memo_plan[WT_API_MEMO];
+	unsigned memo_last, memo_next; /* the entry that hit last; the one to replace next */
 	/* The execution memory of blocking calls (same thread, plan kept by the memo). */
 	wt_sched_exec_keep_t exec_keep;
 	int group_depth;	/* weft_group_start nesting */
@@ -286,7 +290,7 @@ void wt_api_comm_log_stats(weft_comm_t *comm);
 void wt_api_set_error(weft_comm_t *comm, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* ctx_free: drop the reusable net-op records and the memoised plan. */
-/* The communicator's memoised plan and kept execution memory go (at destroy). */
+/* The communicator's memoised plans and kept execution memory go (at destroy). */
 void wt_api_comm_memo_drop(weft_comm_t *comm);
 void wt_api_req_ctx_release(wt_api_ctx_t *ctx);
 

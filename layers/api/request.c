@@ -229,9 +229,11 @@ void wt_api_req_ctx_release(wt_api_ctx_t *ctx)
 
 void wt_api_comm_memo_drop(weft_comm_t *comm)
 {
-	if (comm->memo_plan != NULL)
-		wt_sched_plan_unref(comm->memo_plan);
-	comm->memo_plan = NULL;
+	for (unsigned i = 0; i < WT_API_MEMO; i++) {
+		if (comm->memo_plan[i] != NULL)
+			wt_sched_plan_unref(comm->memo_plan[i]);
+		comm->memo_plan[i] = NULL;
+	}
 	wt_sched_exec_keep_free(&comm->exec_keep);
 }
 
@@ -314,22 +316,36 @@ static int same_args(const wt_sched_args_t *a, const wt_sched_args_t *b)
 	       a->compress == b->compress && a->slot_bytes == b->slot_bytes && a->mem == b->mem;
 }
 
-/* The plan of the previous call when this one has the same shape on the same
- * communicator, else NULL. Borrowed: the memo keeps it alive until the communicator's
- * next pick with other args (the execution takes its own reference). */
+/* The plan of a recent call of the same shape on the same communicator, else NULL.
+ * Borrowed: the memo keeps it alive until the communicator replaces the entry, which only
+ * this thread does (the execution takes its own reference, unless it is a blocking call's,
+ * which ends first). */
 static wt_sched_plan_t *memo_get(weft_comm_t *comm, const wt_sched_args_t *args)
 {
-	if (comm->memo_plan != NULL && same_args(&comm->memo_args, args))
-		return comm->memo_plan;
+	unsigned i = comm->memo_last;
+
+	if (comm->memo_plan[i] != NULL && same_args(&comm->memo_args[i], args))
+		return comm->memo_plan[i];
+	for (i = 0; i < WT_API_MEMO; i++) {
+		if (comm->memo_plan[i] != NULL && same_args(&comm->memo_args[i], args)) {
+			comm->memo_last = i;
+			return comm->memo_plan[i];
+		}
+	}
 	return NULL;
 }
 
-/* The memo takes over the caller's reference to p. */
+/* The memo takes over the caller's reference to p, in place of its oldest entry. */
 static void memo_put(weft_comm_t *comm, const wt_sched_args_t *args, wt_sched_plan_t *p)
 {
-	wt_api_comm_memo_drop(comm);
-	comm->memo_plan = p;
-	comm->memo_args = *args;
+	unsigned i = comm->memo_next;
+
+	if (comm->memo_plan[i] != NULL)
+		wt_sched_plan_unref(comm->memo_plan[i]);
+	comm->memo_plan[i] = p;
+	comm->memo_args[i] = *args;
+	comm->memo_last = i;
+	comm->memo_next = (i + 1) % WT_API_MEMO;
 }
 
 static weft_status_t pick_plan_slow(weft_comm_t *comm, weft_request_t *req,

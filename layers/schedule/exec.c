@@ -870,6 +870,10 @@ static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, wt_sched_exec_keep_t *kee
 		if (keep->nsteps != n)
 			memset(base + off_ops, 0, n * sizeof(exec_op_t));
 		bytes = keep->bytes;
+	} else if (keep != NULL && keep->blk != NULL) {
+		/* Too small: the larger block replaces it in the keep when this one ends. */
+		free(keep->blk);
+		keep->blk = NULL;
 	} else if (keep == NULL) {
 		base = wt_sched_plan_spare_take(p);
 	}

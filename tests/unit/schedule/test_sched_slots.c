@@ -1152,6 +1152,72 @@ static void test_inline_spin(void **state)
  * across plans of another shape (a barrier's five steps between allreduces' seven). Rank 0
  * starts first without a spin budget, so its in-order run hands the unmet wait to the queue
  * and posts it; rank 1 then runs straight through, and the posted wait completes rank 0. */
+/* Kept executions of plans whose blocks differ in size (message plans with scratch of
+ * their count): a block too small for the next plan makes way for a larger one, which the
+ * keep then holds; a smaller plan reuses it. Results exact throughout. */
+static void test_kept_sizes(void **state)
+{
+	static const size_t counts[] = {1, 1000, 10, 5000, 3};
+	enum { N = 2 };
+	wt_sched_exec_keep_t keep[N] = {{0}, {0}};
+	void *prev[N] = {NULL, NULL};
+	size_t prev_bytes[N] = {0, 0};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+		cfg_t c = {.coll = WT_COLL_ALLREDUCE,
+			   .n = N,
+			   .count = counts[k],
+			   .dt = WEFT_INT32,
+			   .op = WEFT_SUM,
+			   .seed = 70 + k,
+			   .algo = "recursive_doubling",
+			   .call = (int)k};
+		simnet_t *sim = simnet_new(N, 70 + k);
+		wt_sched_plan_t *plan[N];
+		wt_sched_exec_t *ex[N];
+		st_done_t done[N];
+		rbuf_t b[N];
+		char name[256];
+
+		memset(done, 0, sizeof(done));
+		cfg_name(&c, name, sizeof(name));
+		for (int r = 0; r < N; r++) {
+			wt_sched_args_t a = args_of(&c, r);
+
+			setup(&c, r, &b[r]);
+			st_build(&a, algo_of(&c), name, &plan[r]);
+			assert_int_equal(wt_sched_exec_start_kept(
+					     &keep[r], plan[r], simnet_net(sim, r), TAG(0),
+					     b[r].send, b[r].recv, st_on_done, &done[r], &ex[r]),
+					 WEFT_OK);
+		}
+		simnet_run(sim);
+		for (int r = 0; r < N; r++) {
+			assert_int_equal(done[r].calls, 1);
+			assert_int_equal(done[r].st, WEFT_OK);
+			check_rank(&c, r, &b[r], name);
+			/* a plan larger than any before gets a new block (1000, 5000); the
+			 * smaller ones after reuse the kept one */
+			if (k == 2 || k == 4)
+				assert_ptr_equal(ex[r], prev[r]);
+			assert_null(keep[r].blk); /* in use until freed */
+			wt_sched_exec_free(ex[r]);
+			wt_sched_plan_unref(plan[r]);
+			free_rbuf(&b[r]);
+			assert_ptr_equal(keep[r].blk, ex[r]);
+			assert_true(keep[r].bytes >= prev_bytes[r]);
+			if (k == 1 || k == 3)
+				assert_true(keep[r].bytes > prev_bytes[r]);
+			prev[r] = keep[r].blk;
+			prev_bytes[r] = keep[r].bytes;
+		}
+		simnet_free(sim);
+	}
+	for (int r = 0; r < N; r++)
+		wt_sched_exec_keep_free(&keep[r]);
+}
+
 static void test_kept(void **state)
 {
 	static const wt_sched_coll_t seq[] = {WT_COLL_ALLREDUCE, WT_COLL_ALLREDUCE, WT_COLL_BARRIER,
@@ -1278,6 +1344,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_selection),
 	    cmocka_unit_test(test_inline_spin),
 	    cmocka_unit_test(test_kept),
+	    cmocka_unit_test(test_kept_sizes),
 	    cmocka_unit_test(test_small_ring),
 	    cmocka_unit_test(test_root_runs_ahead),
 	};
