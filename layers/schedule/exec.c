@@ -49,13 +49,17 @@ struct wt_sched_exec {
 	size_t elem;
 	int size;
 	int rank;
-	/* slot plans: this call's regions, ring and its slot (seq % the ring's depth) */
+	/* slot plans: this call's regions and ring, and where in every region this call's slot
+	 * (seq % the ring's depth) and the previous call's have their words */
 	wt_sched_slots_t slots;
 	slot_ring_t ring;
-	unsigned slot, prev; /* this call's slot and the previous call's */
-	int wake_due;	     /* a PUT stored a flag whose sleepers were not woken yet */
-	int turn_met;	     /* our turn came: the previous slot call is released */
-	int released;	     /* this call's SLOT_DONE ran */
+	size_t off_ready, off_done, off_prev_ready, off_prev_done;
+	/* both rings of regions of geom_bytes (0: none yet), kept with the block */
+	size_t geom_bytes;
+	slot_ring_t geom[2];
+	int wake_due; /* a PUT stored a flag whose sleepers were not woken yet */
+	int turn_met; /* our turn came: the previous slot call is released */
+	int released; /* this call's SLOT_DONE ran */
 	/* unmet slot waits set aside while other steps run, watched inline (net.spin_ns) once
 	 * nothing else is ready; spin_until bounds the watching over the whole execution */
 	uint32_t deferred[EXEC_DEFER_MAX];
@@ -183,6 +187,10 @@ static void exec_progress(wt_sched_exec_t *ex);
  * which regions of at least WT_SCHED_SLOT_SMALL_MIN bytes have at their end
  * (WT_SCHED_SLOT_SMALL_DEPTH slots of WT_SCHED_SLOT_SMALL_STRIDE bytes). */
 #define SLOT_LINE 64u
+/* Slot indices are masks of seq. */
+_Static_assert((WT_SCHED_SLOT_DEPTH & (WT_SCHED_SLOT_DEPTH - 1)) == 0 &&
+		   (WT_SCHED_SLOT_SMALL_DEPTH & (WT_SCHED_SLOT_SMALL_DEPTH - 1)) == 0,
+	       "slot ring depths must be powers of two");
 
 static size_t ring_hdr(unsigned depth)
 {
@@ -239,14 +247,25 @@ size_t wt_sched_slot_small_capacity(size_t region_bytes)
 	return ring_capacity(&g);
 }
 
+/* Offsets in a region of slot b's done and ready words. */
+static size_t done_off(const slot_ring_t *g, unsigned b)
+{
+	return g->off + b * sizeof(uint64_t);
+}
+
+static size_t ready_off(const slot_ring_t *g, unsigned b)
+{
+	return g->off + g->hdr + b * g->stride;
+}
+
 static _Atomic uint64_t *ring_done(const void *region, const slot_ring_t *g, unsigned b)
 {
-	return (_Atomic uint64_t *)((uintptr_t)region + g->off) + b;
+	return (_Atomic uint64_t *)((uintptr_t)region + done_off(g, b));
 }
 
 static _Atomic uint64_t *ready_word(const void *region, const slot_ring_t *g, unsigned b)
 {
-	return (_Atomic uint64_t *)((uintptr_t)region + g->off + g->hdr + b * g->stride);
+	return (_Atomic uint64_t *)((uintptr_t)region + ready_off(g, b));
 }
 
 void wt_sched_slot_reset(void *region, size_t region_bytes, uint64_t base)
@@ -314,19 +333,15 @@ int wt_sched_slot_released(const void *peer_region, const void *own_region, size
 	return 1;
 }
 
-static _Atomic uint64_t *slot_done(const wt_sched_exec_t *ex, int rank, unsigned b)
+/* The word at off in rank's region (off_ready and the like). */
+static _Atomic uint64_t *word_at(const wt_sched_exec_t *ex, int rank, size_t off)
 {
-	return ring_done(ex->slots.region[rank], &ex->ring, b);
-}
-
-static _Atomic uint64_t *slot_ready(const wt_sched_exec_t *ex, int rank, unsigned b)
-{
-	return ready_word(ex->slots.region[rank], &ex->ring, b);
+	return (_Atomic uint64_t *)((uintptr_t)ex->slots.region[rank] + off);
 }
 
 static uint8_t *slot_data(const wt_sched_exec_t *ex, int rank, size_t off)
 {
-	return (uint8_t *)slot_ready(ex, rank, ex->slot) + sizeof(uint64_t) + off;
+	return (uint8_t *)ex->slots.region[rank] + ex->off_ready + sizeof(uint64_t) + off;
 }
 
 /* What a SLOT_FREE / SLOT_WAIT step waits for: the peer's word and the value it must reach.
@@ -341,18 +356,18 @@ static const _Atomic uint64_t *slot_word(const wt_sched_exec_t *ex, const wt_sch
 
 	if (s->type == WT_SCHED_SLOT_DRAIN) {
 		*value = seq;
-		return slot_done(ex, s->peer, ex->slot);
+		return word_at(ex, s->peer, ex->off_done);
 	}
 	if (s->type == WT_SCHED_SLOT_WAIT) {
 		*value = seq;
-		return slot_ready(ex, s->peer, ex->slot);
+		return word_at(ex, s->peer, ex->off_ready);
 	}
 	if (s->peer == ex->rank) {
 		*value = seq - 1;
-		return slot_done(ex, s->peer, ex->prev);
+		return word_at(ex, s->peer, ex->off_prev_done);
 	}
 	*value = seq > ex->ring.depth ? seq - ex->ring.depth : 0;
-	return slot_done(ex, s->peer, ex->slot);
+	return word_at(ex, s->peer, ex->off_done);
 }
 
 /* Whether a SLOT_FREE / SLOT_WAIT step is met now. A peer that published the previous call
@@ -364,7 +379,7 @@ static int slot_met(const wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	uint64_t value;
 
 	if (s->type == WT_SCHED_SLOT_FREE && s->peer != ex->rank &&
-	    atomic_load_explicit(slot_ready(ex, s->peer, ex->prev), memory_order_acquire) >=
+	    atomic_load_explicit(word_at(ex, s->peer, ex->off_prev_ready), memory_order_acquire) >=
 		ex->slots.seq - 1)
 		return 1;
 	word = slot_word(ex, s, &value);
@@ -440,12 +455,12 @@ static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		if (s->len)
 			memcpy(slot_data(ex, ex->rank, s->off), bind(ex, s->src_buf, s->src_off),
 			       s->len);
-		atomic_store_explicit(slot_ready(ex, ex->rank, ex->slot), ex->slots.seq,
+		atomic_store_explicit(word_at(ex, ex->rank, ex->off_ready), ex->slots.seq,
 				      memory_order_release);
 		ex->wake_due = 1;
 		return;
 	}
-	atomic_store_explicit(slot_done(ex, ex->rank, ex->slot), ex->slots.seq,
+	atomic_store_explicit(word_at(ex, ex->rank, ex->off_done), ex->slots.seq,
 			      memory_order_release);
 	ex->released = 1;
 	slot_wake_now(ex);
@@ -730,12 +745,17 @@ static void exec_in_order(wt_sched_exec_t *ex)
 		uint32_t i = (uint32_t)ex->ndone;
 		const wt_sched_step_t *s = &steps[i];
 
-		if (step_waits(s) && !slot_met(ex, s) && !exec_watch_one(ex, s)) {
-			exec_to_queue(ex);
-			return;
-		}
-		if (!exec_run(ex, i, s))
+		if (step_waits(s)) {
+			if (!slot_met(ex, s) && !exec_watch_one(ex, s)) {
+				exec_to_queue(ex);
+				return;
+			}
+			slot_wait_met(ex, s);
+			if (ex->err)
+				return;
+		} else if (!exec_run(ex, i, s)) {
 			return; /* failed: nothing else is posted */
+		}
 		ex->ndone++;
 	}
 }
@@ -882,6 +902,7 @@ static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, wt_sched_exec_keep_t *kee
 		if (!base)
 			return NULL;
 		memset(base + off_ops, 0, n * sizeof(exec_op_t));
+		((wt_sched_exec_t *)base)->geom_bytes = 0;
 	}
 	ex = (wt_sched_exec_t *)base;
 	/* Only what start does not set (the error message is set when an error happens). */
@@ -957,17 +978,23 @@ static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *
 	st = net->slots(net->ctx, &ex->slots);
 	if (st != WEFT_OK)
 		return st;
+	if (ex->geom_bytes != ex->slots.region_bytes) {
+		ex->geom[0] = slot_ring(ex->slots.region_bytes, 0);
+		ex->geom[1] = slot_ring(ex->slots.region_bytes, 1);
+		ex->geom_bytes = ex->slots.region_bytes;
+	}
 	/* A region without a small ring serves every call from the large one (and the network
 	 * numbers them all in one sequence). */
-	ex->ring = slot_ring(ex->slots.region_bytes, 0);
-	if (ex->slots.small) {
-		slot_ring_t g = slot_ring(ex->slots.region_bytes, 1);
+	ex->ring = ex->geom[ex->slots.small && ex->geom[1].stride];
+	{
+		unsigned slot = (unsigned)(ex->slots.seq & (ex->ring.depth - 1));
+		unsigned prev = (unsigned)((ex->slots.seq - 1) & (ex->ring.depth - 1));
 
-		if (g.stride)
-			ex->ring = g;
+		ex->off_ready = ready_off(&ex->ring, slot);
+		ex->off_prev_ready = ready_off(&ex->ring, prev);
+		ex->off_done = done_off(&ex->ring, slot);
+		ex->off_prev_done = done_off(&ex->ring, prev);
 	}
-	ex->slot = (unsigned)(ex->slots.seq % ex->ring.depth);
-	ex->prev = (unsigned)((ex->slots.seq - 1) % ex->ring.depth);
 	if (!ex->slots.region || ring_capacity(&ex->ring) < need) {
 		WT_ERROR("schedule: %s plan needs slots of %zu bytes, the regions hold %zu",
 			 wt_sched_plan_algo(ex->plan), need, ring_capacity(&ex->ring));
