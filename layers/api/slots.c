@@ -29,7 +29,8 @@ static void *region_of(wt_api_ctx_t *ctx, int world_rank, int region)
 {
 	uint8_t *a = area_of(ctx, world_rank);
 
-	return a != NULL ? a + (size_t)region * WT_API_SLOT_REGION : NULL;
+	return a != NULL ? a + (size_t)region * WT_API_SLOT_SPACING + (size_t)(world_rank % 64) * 64
+			 : NULL;
 }
 
 void wt_api_slots_init(wt_api_ctx_t *ctx)
@@ -41,7 +42,7 @@ void wt_api_slots_init(wt_api_ctx_t *ctx)
 		return;
 	if (wt_sched_slot_capacity(WT_API_SLOT_REGION) == 0)
 		return;
-	n = bytes / WT_API_SLOT_REGION;
+	n = bytes / WT_API_SLOT_SPACING;
 	ctx->slot_nregions = (int)(n > WT_API_SLOT_MAX_REGIONS ? WT_API_SLOT_MAX_REGIONS : n);
 	WT_DEBUG("rank %d: %d shared slot regions of %zu bytes", ctx->rank, ctx->slot_nregions,
 		 WT_API_SLOT_REGION);

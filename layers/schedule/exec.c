@@ -230,7 +230,7 @@ static slot_ring_t slot_ring(size_t region_bytes, int small)
 
 static size_t ring_capacity(const slot_ring_t *g)
 {
-	return g->stride > sizeof(uint64_t) ? g->stride - sizeof(uint64_t) : 0;
+	return g->stride > WT_SCHED_SLOT_HDR ? g->stride - WT_SCHED_SLOT_HDR : 0;
 }
 
 size_t wt_sched_slot_capacity(size_t region_bytes)
@@ -333,6 +333,11 @@ int wt_sched_slot_released(const void *peer_region, const void *own_region, size
 	return 1;
 }
 
+/* In a slot's header, after its ready word: the publisher's slot_sig and count. */
+#define SLOT_SIG_OFF 8u
+#define SLOT_COUNT_OFF 16u
+_Static_assert(SLOT_COUNT_OFF + sizeof(uint64_t) <= WT_SCHED_SLOT_HDR, "slot header");
+
 /* The word at off in rank's region (off_ready and the like). */
 static _Atomic uint64_t *word_at(const wt_sched_exec_t *ex, int rank, size_t off)
 {
@@ -341,7 +346,7 @@ static _Atomic uint64_t *word_at(const wt_sched_exec_t *ex, int rank, size_t off
 
 static uint8_t *slot_data(const wt_sched_exec_t *ex, int rank, size_t off)
 {
-	return (uint8_t *)ex->slots.region[rank] + ex->off_ready + sizeof(uint64_t) + off;
+	return (uint8_t *)ex->slots.region[rank] + ex->off_ready + WT_SCHED_SLOT_HDR + off;
 }
 
 /* What a SLOT_FREE / SLOT_WAIT step waits for: the peer's word and the value it must reach.
@@ -414,12 +419,50 @@ static void peer_bufs_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 				       (unsigned long long)ex->descs[b].len);
 }
 
+/* A peer published this slot call for another call than ours (other arguments, or another
+ * algorithm: its buffers in weft_mem where ours are not, or the reverse): nothing it
+ * published can be read as what we expect. */
+static void peer_sig_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
+{
+	uint64_t sig = atomic_load_explicit(word_at(ex, s->peer, ex->off_ready + SLOT_SIG_OFF),
+					    memory_order_relaxed);
+	uint64_t count = atomic_load_explicit(word_at(ex, s->peer, ex->off_ready + SLOT_COUNT_OFF),
+					      memory_order_relaxed);
+	uint64_t mine = ex->v->slot_sig;
+	const wt_sched_args_t *a = ex->v->args;
+
+	if (sig == mine && count == a->count)
+		return;
+	if ((sig & ~(uint64_t)0xff00) == (mine & ~(uint64_t)0xff00) && count == a->count) {
+		exec_set_error(ex, WEFT_ERR_MISMATCH,
+			       "rank %d runs slot call %llu (%s of %llu) with another algorithm "
+			       "than this rank's %s: are its buffers in weft_mem where ours are "
+			       "not, or the reverse?",
+			       (int)s->peer, (unsigned long long)ex->slots.seq,
+			       wt_sched_coll_name(a->coll), (unsigned long long)a->count,
+			       wt_sched_plan_algo(ex->plan));
+		return;
+	}
+	exec_set_error(ex, WEFT_ERR_MISMATCH,
+		       "rank %d called %s of %llu %s (op %s, root %d) as slot call %llu, this "
+		       "rank %s of %llu %s (op %s, root %d): do the ranks' calls differ?",
+		       (int)s->peer, wt_sched_coll_name((wt_sched_coll_t)(sig & 0xff)),
+		       (unsigned long long)count,
+		       wt_util_dtype_name((weft_dtype_t)((sig >> 16) & 0xff)),
+		       wt_util_op_name((weft_op_t)((sig >> 24) & 0xff)), (int)(uint32_t)(sig >> 32),
+		       (unsigned long long)ex->slots.seq, wt_sched_coll_name(a->coll),
+		       (unsigned long long)a->count, wt_util_dtype_name(a->dtype),
+		       wt_util_op_name(a->op), a->root);
+}
+
 /* A wait step was met: our turn, a peer that published buffers we check, or a drained peer
  * that failed its share of the call. */
 static void slot_wait_met(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
 	ex->turn_met |= s->type == WT_SCHED_SLOT_FREE && s->peer == ex->rank;
-	if (s->type == WT_SCHED_SLOT_WAIT && ex->v->uses_peers)
+	if (s->type == WT_SCHED_SLOT_WAIT)
+		peer_sig_check(ex, s);
+	if (s->type == WT_SCHED_SLOT_WAIT && ex->v->uses_peers && !ex->err)
 		peer_bufs_check(ex, s);
 	if (s->type == WT_SCHED_SLOT_DRAIN &&
 	    atomic_load_explicit(slot_fail_word(ex, s->peer), memory_order_relaxed) ==
@@ -455,6 +498,10 @@ static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		if (s->len)
 			memcpy(slot_data(ex, ex->rank, s->off), bind(ex, s->src_buf, s->src_off),
 			       s->len);
+		atomic_store_explicit(word_at(ex, ex->rank, ex->off_ready + SLOT_SIG_OFF),
+				      ex->v->slot_sig, memory_order_relaxed);
+		atomic_store_explicit(word_at(ex, ex->rank, ex->off_ready + SLOT_COUNT_OFF),
+				      ex->v->args->count, memory_order_relaxed);
 		atomic_store_explicit(word_at(ex, ex->rank, ex->off_ready), ex->slots.seq,
 				      memory_order_release);
 		ex->wake_due = 1;

@@ -1026,11 +1026,22 @@ static int plan_slot_small(const wt_sched_plan_t *p)
 {
 	size_t bytes;
 
-	if (!p->uses_slots || p->uses_peers ||
-	    __builtin_mul_overflow(p->args.count, p->elem, &bytes) ||
+	if (!p->uses_slots || __builtin_mul_overflow(p->args.count, p->elem, &bytes) ||
 	    __builtin_mul_overflow(bytes, (size_t)(p->args.size > 0 ? p->args.size : 1), &bytes))
 		return 0;
 	return bytes <= WT_SCHED_SLOT_SMALL_CAP;
+}
+
+/* See wt_sched_plan_view_t.slot_sig. */
+static uint64_t plan_slot_sig(const wt_sched_plan_t *p)
+{
+	uint8_t h = 0x5a;
+
+	for (const char *c = p->algo; *c; c++)
+		h = (uint8_t)(h * 31u + (uint8_t)*c);
+	return (uint64_t)(p->args.coll & 0xff) | (uint64_t)h << 8 |
+	       (uint64_t)(p->args.dtype & 0xff) << 16 | (uint64_t)(p->args.op & 0xff) << 24 |
+	       (uint64_t)(uint32_t)p->args.root << 32;
 }
 
 static weft_status_t build_successors(wt_sched_plan_t *p)
@@ -1082,7 +1093,8 @@ static weft_status_t build_successors(wt_sched_plan_t *p)
 					 .uses_slots = p->uses_slots,
 					 .uses_peers = p->uses_peers,
 					 .in_order = plan_in_order(p),
-					 .slot_small = plan_slot_small(p)};
+					 .slot_small = plan_slot_small(p),
+					 .slot_sig = plan_slot_sig(p)};
 	return WEFT_OK;
 }
 

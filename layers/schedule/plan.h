@@ -263,10 +263,15 @@ const char *wt_sched_plan_error(const wt_sched_plan_t *p);
 
 /* The small ring of slot regions (exec.h): regions of at least WT_SCHED_SLOT_SMALL_MIN bytes
  * end in WT_SCHED_SLOT_SMALL_DEPTH slots of WT_SCHED_SLOT_SMALL_STRIDE bytes, each holding
- * WT_SCHED_SLOT_SMALL_CAP bytes of data. */
+ * WT_SCHED_SLOT_SMALL_CAP bytes of data. The stride is a line more than 8 KiB, so that the
+ * slots' first lines spread over the L1 sets instead of sharing one. */
 #define WT_SCHED_SLOT_SMALL_DEPTH 32u
-#define WT_SCHED_SLOT_SMALL_STRIDE ((size_t)8192)
-#define WT_SCHED_SLOT_SMALL_CAP (WT_SCHED_SLOT_SMALL_STRIDE - sizeof(uint64_t))
+#define WT_SCHED_SLOT_SMALL_STRIDE ((size_t)8192 + 64)
+#define WT_SCHED_SLOT_SMALL_CAP (WT_SCHED_SLOT_SMALL_STRIDE - WT_SCHED_SLOT_HDR)
+/* Each slot starts with its ready word and what the call that published it was (the
+ * view's slot_sig and the count), so that a peer running another call or another algorithm
+ * for it is named at once rather than read as data. */
+#define WT_SCHED_SLOT_HDR ((size_t)32)
 #define WT_SCHED_SLOT_SMALL_MIN ((size_t)1 << 20)
 
 /* Read access for the executor, tools and tests. */
@@ -298,8 +303,12 @@ typedef struct {
 	 * met, never keeps a peer waiting on a signal that could have gone first. */
 	int in_order;
 	/* A slot plan of a call small enough for the small ring on every rank (count * dtype
-	 * size * ranks <= WT_SCHED_SLOT_SMALL_CAP, no peer steps): the same answer everywhere. */
+	 * size * ranks <= WT_SCHED_SLOT_SMALL_CAP): the same answer everywhere, whatever
+	 * algorithm each rank picked. */
 	int slot_small;
+	/* What a slot plan's PUT publishes of its call: collective | hash of the algorithm's
+	 * name << 8 | dtype << 16 | op << 24 | root << 32 (with args.count beside it). */
+	uint64_t slot_sig;
 } wt_sched_plan_view_t;
 const wt_sched_plan_view_t *wt_sched_plan_view(const wt_sched_plan_t *p);
 /* The executor keeps one finished execution's memory on its plan for the next execution

@@ -4,7 +4,8 @@
  * in flight at once; sub-communicators, and more creations than there are slot regions;
  * tiny and large (message path) calls mixed. --expect slots|messages checks which path the
  * tiny calls took by the frames the links carried; --late checks that ranks waiting for a
- * late peer sleep and time out naming it. Public API only. */
+ * late peer sleep and time out naming it; --mixed-mem checks that a call whose buffers are
+ * weft_mem on rank 0 only fails at once everywhere. Public API only. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -536,11 +537,80 @@ static int late_mode(weft_comm_t *world)
 	return g_fail != 0;
 }
 
+/* --mixed-mem (2 ranks, cost model): rank 0's buffers are weft_mem, rank 1's malloc'd. At
+ * counts where rank 0 picks direct and rank 1 slots (small ring and large), both fail the
+ * call at once with WEFT_ERR_MISMATCH naming the algorithms, no one reads the other's slot
+ * as data, and the next call, malloc'd everywhere, is exact. */
+static int mixed_mode(weft_comm_t *world)
+{
+	static const size_t counts[] = {512, 2048};
+
+	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+		size_t n = counts[k], bytes = n * sizeof(float);
+		float *s = NULL, *r = NULL, *s2 = malloc(bytes), *r2 = malloc(bytes);
+		double t0, wall;
+		weft_status_t st;
+
+		if (g_rank == 0) {
+			check_status(world, weft_mem_alloc((void **)&s, bytes), "weft_mem_alloc");
+			check_status(world, weft_mem_alloc((void **)&r, bytes), "weft_mem_alloc");
+		} else {
+			s = malloc(bytes);
+			r = malloc(bytes);
+		}
+		if (!s || !r || !s2 || !r2) {
+			fail("mixed: out of memory");
+			return 1;
+		}
+		for (size_t i = 0; i < n; i++) {
+			s[i] = s2[i] = (float)(g_rank + 1);
+			r[i] = -1;
+		}
+		check_status(world, weft_barrier(world, NULL), "barrier");
+		t0 = now();
+		st = weft_allreduce(s, r, n, WEFT_FLOAT32, WEFT_SUM, world, NULL);
+		wall = now() - t0;
+		printf("rank %d: mixed allreduce of %zu: %s after %.3f s: %s\n", g_rank, n,
+		       weft_strerror(st), wall, weft_comm_last_error(world));
+		if (st != WEFT_ERR_MISMATCH)
+			fail("mixed %zu: status %s, want a mismatch", n, weft_strerror(st));
+		else if (!strstr(weft_comm_last_error(world), "with another algorithm"))
+			fail("mixed %zu: the error does not say the algorithms differ: %s", n,
+			     weft_comm_last_error(world));
+		if (wall > 2)
+			fail("mixed %zu: failed after %.2f s, not at once", n, wall);
+		for (size_t i = 0; i < n; i++)
+			if (r[i] != -1 && r[i] != (float)(g_rank + 1)) {
+				fail("mixed %zu: element %zu of RECV is %g: a peer's bytes", n, i,
+				     (double)r[i]);
+				break;
+			}
+		check_status(world, weft_allreduce(s2, r2, n, WEFT_FLOAT32, WEFT_SUM, world, NULL),
+			     "allreduce after the mismatch");
+		for (size_t i = 0; i < n; i++)
+			if (r2[i] != 3.0f) {
+				fail("after the mismatch: element %zu is %g, want 3", i,
+				     (double)r2[i]);
+				break;
+			}
+		if (g_rank == 0) {
+			weft_mem_free(s);
+			weft_mem_free(r);
+		} else {
+			free(s);
+			free(r);
+		}
+		free(s2);
+		free(r2);
+	}
+	return g_fail != 0;
+}
+
 int main(int argc, char **argv)
 {
 	weft_comm_t *world = NULL;
 	const char *expect = NULL, *only = NULL;
-	int quick = 0, late = 0, big = 1, rc;
+	int quick = 0, late = 0, mixed = 0, big = 1, rc;
 	weft_status_t st;
 
 	for (int i = 1; i < argc; i++) {
@@ -550,13 +620,16 @@ int main(int argc, char **argv)
 			big = 0;
 		} else if (strcmp(argv[i], "--late") == 0) {
 			late = 1;
+		} else if (strcmp(argv[i], "--mixed-mem") == 0) {
+			mixed = 1;
 		} else if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc) {
 			expect = argv[++i];
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			only = argv[++i];
 		} else {
 			fprintf(stderr,
-				"usage: %s [--quick] [--no-big] [--late] [--expect slots|messages] "
+				"usage: %s [--quick] [--no-big] [--late] [--mixed-mem] "
+				"[--expect slots|messages] "
 				"[--only dtypes|interleaved|subcomms|mid]\n",
 				argv[0]);
 			return 2;
@@ -569,8 +642,8 @@ int main(int argc, char **argv)
 	}
 	g_rank = weft_comm_rank(world);
 	g_size = weft_comm_size(world);
-	if (late) {
-		rc = late_mode(world);
+	if (late || mixed) {
+		rc = late ? late_mode(world) : mixed_mode(world);
 		weft_comm_destroy(world);
 		return rc;
 	}

@@ -354,12 +354,12 @@ static void test_count_mismatch(void **state)
 	st_run_checked(&x, &rng, 3, 0);
 	assert_int_equal(x.done[0].calls, 1);
 	assert_int_equal(x.done[0].st, WEFT_ERR_MISMATCH);
-	assert_non_null(
-	    strstr(x.done[0].msg, "rank 1's SEND holds 16 bytes in slot call 11, ours 32"));
+	assert_non_null(strstr(x.done[0].msg, "rank 1 called allreduce of 4 int32 (op sum, root 0) "
+					      "as slot call 11, this rank allreduce of 8 int32"));
 	assert_int_equal(x.done[1].calls, 1);
 	assert_int_equal(x.done[1].st, WEFT_ERR_MISMATCH);
-	assert_non_null(
-	    strstr(x.done[1].msg, "rank 0's SEND holds 32 bytes in slot call 11, ours 16"));
+	assert_non_null(strstr(x.done[1].msg, "rank 0 called allreduce of 8 int32 (op sum, root 0) "
+					      "as slot call 11, this rank allreduce of 4 int32"));
 	/* Each copied its own input into its scratch only: no RECV was written, ours or the
 	 * other's. */
 	for (int i = 0; i < 8; i++)
@@ -371,6 +371,60 @@ static void test_count_mismatch(void **state)
 		st_release(&x, r, 1);
 	}
 	simnet_free(x.sim);
+}
+
+/* Ranks that picked different slot algorithms for one call (rank 0's buffers in weft_mem,
+ * rank 1's not: direct against slots) both fail at once with a message that says so, in
+ * regions with a small ring as without (the call takes the same ring on both), and write
+ * no byte of any RECV. */
+static void test_mixed_algorithms(void **state)
+{
+	static const size_t regions[] = {REGION, (size_t)(1024 + 4 + 259) * 1024};
+	const wt_sched_algo_t *slots;
+
+	(void)state;
+	for (size_t ri = 0; ri < 2; ri++) {
+		st_execs_t x = {.n = 2, .sim = simnet_new(2, 78 + ri)};
+		int32_t s[2][8], rv[2][8];
+		uint64_t rng = 9;
+
+		simnet_enable_slots(x.sim, regions[ri], 10);
+		simnet_enable_peers(x.sim, SIMNET_PEERS_MAP);
+		for (int r = 0; r < 2; r++) {
+			wt_sched_args_t a =
+			    st_args(WT_COLL_ALLREDUCE, 8, WEFT_INT32, WEFT_SUM, r, 2, 0, 0);
+
+			a.slot_bytes = wt_sched_slot_capacity(regions[ri]);
+			slots = wt_sched_algo_select(&a, "slots");
+			assert_non_null(slots);
+			st_build(&a, r == 0 ? direct_algo(2) : slots, "mixed", &x.plan[r]);
+			/* the ring does not depend on the algorithm */
+			assert_int_equal(wt_sched_plan_view(x.plan[r])->slot_small, 1);
+			memset(s[r], 1, sizeof(s[r]));
+			memset(rv[r], 0x5a, sizeof(rv[r]));
+		}
+		st_start(&x, 0, TAG(1), s[0], rv[0]);
+		st_start(&x, 1, TAG(1), s[1], rv[1]);
+		st_run_checked(&x, &rng, 3, 0);
+		for (int r = 0; r < 2; r++) {
+			char want[160];
+
+			snprintf(
+			    want, sizeof(want),
+			    "rank %d runs slot call 11 (allreduce of 8) with another algorithm "
+			    "than this rank's %s",
+			    1 - r, r == 0 ? "direct" : "slots");
+			assert_int_equal(x.done[r].calls, 1);
+			assert_int_equal(x.done[r].st, WEFT_ERR_MISMATCH);
+			if (strstr(x.done[r].msg, want) == NULL)
+				fail_msg("rank %d: '%s' lacks '%s'", r, x.done[r].msg, want);
+			for (int i = 0; i < 8; i++)
+				assert_int_equal(rv[r][i], 0x5a5a5a5a);
+			assert_int_equal(simnet_live_ops(x.sim, r), 0);
+			st_release(&x, r, 1);
+		}
+		simnet_free(x.sim);
+	}
 }
 
 /* A copy that fails on one rank: that rank reports it (naming the step and the peer), the
@@ -432,9 +486,10 @@ static void test_copy_failure(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_ranks_counts),   cmocka_unit_test(test_dtypes_ops),
-	    cmocka_unit_test(test_plan_shape),	   cmocka_unit_test(test_plan_rules),
-	    cmocka_unit_test(test_count_mismatch), cmocka_unit_test(test_copy_failure),
+	    cmocka_unit_test(test_ranks_counts),     cmocka_unit_test(test_dtypes_ops),
+	    cmocka_unit_test(test_plan_shape),	     cmocka_unit_test(test_plan_rules),
+	    cmocka_unit_test(test_count_mismatch),   cmocka_unit_test(test_copy_failure),
+	    cmocka_unit_test(test_mixed_algorithms),
 	};
 
 	if (argc > 1)

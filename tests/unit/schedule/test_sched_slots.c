@@ -23,7 +23,7 @@
 
 #define REGION ((size_t)64 * 1024)
 /* Regions as the API's: the large ring and the small one (32 slots of 8 KiB). */
-#define BIG_REGION ((size_t)(1024 + 4 + 257) * 1024)
+#define BIG_REGION ((size_t)(1024 + 4 + 259) * 1024)
 #define SEQ_CALLS 12
 #define MAX_CALLS 40
 
@@ -634,6 +634,73 @@ static void test_root_runs_ahead(void **state)
 }
 
 /* ---- failures ---- */
+
+/* Ranks whose calls differ (counts, dtypes, ops) fail at their first wait with a message
+ * naming both calls, instead of reading each other's slots as data: no byte of the peer's
+ * lands in RECV (at most our own input, copied there before the wait). */
+static void test_calls_differ(void **state)
+{
+	static const struct {
+		size_t count[2];
+		weft_dtype_t dt[2];
+		weft_op_t op[2];
+		const char *want0;
+	} cases[] = {
+	    {{5, 7},
+	     {WEFT_INT32, WEFT_INT32},
+	     {WEFT_SUM, WEFT_SUM},
+	     "rank 1 called allreduce of 7 int32 (op sum, root 0) as slot call 6, this rank "
+	     "allreduce of 5 int32 (op sum, root 0)"},
+	    {{6, 6},
+	     {WEFT_INT32, WEFT_FLOAT32},
+	     {WEFT_SUM, WEFT_SUM},
+	     "rank 1 called allreduce of 6 float32 (op sum, root 0) as slot call 6, this rank "
+	     "allreduce of 6 int32"},
+	    {{6, 6},
+	     {WEFT_INT32, WEFT_INT32},
+	     {WEFT_SUM, WEFT_MAX},
+	     "rank 1 called allreduce of 6 int32 (op max, root 0) as slot call 6"},
+	};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+		for (int big = 0; big < 2; big++) {
+			st_execs_t x = {.n = 2, .sim = simnet_new(2, 90 + k)};
+			uint8_t s[2][64], rv[2][64];
+			uint64_t rng = 3;
+
+			simnet_enable_slots(x.sim, big ? BIG_REGION : REGION, 5);
+			for (int r = 0; r < 2; r++) {
+				cfg_t c = {.coll = WT_COLL_ALLREDUCE,
+					   .n = 2,
+					   .count = cases[k].count[r],
+					   .dt = cases[k].dt[r],
+					   .op = cases[k].op[r]};
+				wt_sched_args_t a = args_of(&c, r);
+
+				a.slot_bytes = wt_sched_slot_capacity(big ? BIG_REGION : REGION);
+				st_build(&a, algo_of(&c), "differ", &x.plan[r]);
+				memset(s[r], r + 1, sizeof(s[r]));
+				memset(rv[r], 0x5a, sizeof(rv[r]));
+			}
+			st_start(&x, 0, TAG(0), s[0], rv[0]);
+			st_start(&x, 1, TAG(0), s[1], rv[1]);
+			st_run_checked(&x, &rng, 3, 0);
+			for (int r = 0; r < 2; r++) {
+				assert_int_equal(x.done[r].calls, 1);
+				assert_int_equal(x.done[r].st, WEFT_ERR_MISMATCH);
+				for (size_t i = 0; i < sizeof(rv[r]); i++)
+					assert_true(rv[r][i] == 0x5a || rv[r][i] == r + 1);
+				assert_int_equal(simnet_live_ops(x.sim, r), 0);
+			}
+			if (strstr(x.done[0].msg, cases[k].want0) == NULL)
+				fail_msg("case %zu: '%s' lacks '%s'", k, x.done[0].msg,
+					 cases[k].want0);
+			for (int r = 0; r < 2; r++)
+				st_release(&x, r, 1);
+			simnet_free(x.sim);
+		}
+}
 
 /* A peer failing while a rank waits for its slot fails that rank's execution with the
  * error, names the wait and leaves nothing posted; the others are cancelled cleanly. */
@@ -1347,6 +1414,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_kept_sizes),
 	    cmocka_unit_test(test_small_ring),
 	    cmocka_unit_test(test_root_runs_ahead),
+	    cmocka_unit_test(test_calls_differ),
 	};
 
 	if (argc > 1)
