@@ -861,16 +861,30 @@ void wt_api_sleep_fds_locked(wt_api_ctx_t *ctx, int timeout_ms)
 	if (woke)
 		drain_wake_fd(ctx);
 	pthread_mutex_lock(&ctx->lock);
-	wt_chan_disarm(ctx->chan);
+	/* The links' sleeping flags are the process's, not this thread's: while another
+	 * thread still sleeps on the fds (the progress thread and a caller can), clearing them
+	 * would leave it with no doorbell (measured: 100 ms stalls after weft_init). The last
+	 * one out disarms. */
+	if (atomic_load(&ctx->in_epoll) == 0)
+		wt_chan_disarm(ctx->chan);
 }
 
 /* The progress thread's sleep on the fds, unless a caller has started waiting: then it
- * must leave the fds to that caller. Lock held. */
+ * must leave the fds to that caller. A caller that started waiting while we slept may be
+ * in epoll_wait beside us; epoll wakes one waiter per event, and if that was us (we have
+ * drained the doorbell on the way out), the caller would sleep on to its timeout (100 ms
+ * after weft_init, measured): so we do the progress we were woken for and kick the
+ * caller's epoll. Lock held. */
 static void progress_sleep(wt_api_ctx_t *ctx, int timeout_ms)
 {
 	atomic_store(&ctx->thread_epoll, 1);
-	if (atomic_load(&ctx->waiters) == 0)
+	if (atomic_load(&ctx->waiters) == 0) {
 		wt_api_sleep_fds_locked(ctx, timeout_ms);
+		if (atomic_load(&ctx->waiters) > 0 && atomic_load(&ctx->in_epoll) > 0) {
+			wt_api_progress_locked(ctx);
+			kick_epoll(ctx);
+		}
+	}
 	atomic_store(&ctx->thread_epoll, 0);
 }
 
