@@ -63,14 +63,14 @@ int main(int argc, char **argv)
 				fail("comm %d call %d: %s: %s", c, i, weft_strerror(st),
 				     weft_comm_last_error(comm));
 				errors++;
-			}
-			else if (out[0] != n * i + n * (n - 1) / 2 || out[1] != n)
+			} else if (out[0] != n * i + n * (n - 1) / 2 || out[1] != n)
 				fail("comm %d call %d: got %d %d, want %d %d", c, i, out[0], out[1],
 				     n * i + n * (n - 1) / 2, n);
 			if (dt > worst)
 				worst = dt;
 			if (dt > max_ms && slow++ < 5)
-				fail("comm %d call %d took %.1f ms (more than %.0f): a sleeper was not "
+				fail("comm %d call %d took %.1f ms (more than %.0f): a sleeper was "
+				     "not "
 				     "woken",
 				     c, i, dt, max_ms);
 		}
