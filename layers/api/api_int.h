@@ -21,12 +21,15 @@
 /* Shared slots (slots.c): the channel's slot area of each rank is cut into regions of this
  * many bytes, one per communicator that uses slots, at most 64: four slots of 257 KiB and
  * the small ring's 32 of 8 KiB + 64 (exec.h). */
-#define WT_API_SLOT_REGION ((size_t)(1024 + 4 + 259) * 1024)
+#define WT_API_SLOT_REGION WT_SCHED_SLOT_REGION
 /* Regions lie this far apart in an area; each rank's starts (world rank % 64) lines into its
  * place, so that the same slot of two ranks never shares an L1 set (or 4 KiB alias): with
  * every rank's slot b at one page offset, 2-rank loops of tiny calls fell into a mode twice
  * as slow (1200 cycles a call against 500), depending on how many calls they had made. */
 #define WT_API_SLOT_SPACING (WT_API_SLOT_REGION + 4096)
+#define WT_API_SLOT_STAGGER_LINES 64
+_Static_assert(WT_API_SLOT_STAGGER_LINES * 64 <= WT_API_SLOT_SPACING - WT_API_SLOT_REGION,
+	       "a staggered region stays inside its spacing");
 /* The longest a blocking collective watches slot flags inside its start (request.c). */
 #define WT_API_INLINE_SPIN_US 5
 #define WT_API_SLOT_MAX_REGIONS 64

@@ -29,8 +29,9 @@ static void *region_of(wt_api_ctx_t *ctx, int world_rank, int region)
 {
 	uint8_t *a = area_of(ctx, world_rank);
 
-	return a != NULL ? a + (size_t)region * WT_API_SLOT_SPACING + (size_t)(world_rank % 64) * 64
-			 : NULL;
+	size_t stagger = (size_t)(world_rank % WT_API_SLOT_STAGGER_LINES) * 64;
+
+	return a != NULL ? a + (size_t)region * WT_API_SLOT_SPACING + stagger : NULL;
 }
 
 void wt_api_slots_init(wt_api_ctx_t *ctx)

@@ -429,11 +429,12 @@ static void peer_sig_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	uint64_t count = atomic_load_explicit(word_at(ex, s->peer, ex->off_ready + SLOT_COUNT_OFF),
 					      memory_order_relaxed);
 	uint64_t mine = ex->v->slot_sig;
+	const uint64_t algo = (uint64_t)0xff << WT_SCHED_SIG_ALGO_SHIFT;
 	const wt_sched_args_t *a = ex->v->args;
 
 	if (sig == mine && count == a->count)
 		return;
-	if ((sig & ~(uint64_t)0xff00) == (mine & ~(uint64_t)0xff00) && count == a->count) {
+	if ((sig & ~algo) == (mine & ~algo) && count == a->count) {
 		exec_set_error(ex, WEFT_ERR_MISMATCH,
 			       "rank %d runs slot call %llu (%s of %llu) with another algorithm "
 			       "than this rank's %s: are its buffers in weft_mem where ours are "
@@ -448,8 +449,9 @@ static void peer_sig_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		       "rank %s of %llu %s (op %s, root %d): do the ranks' calls differ?",
 		       (int)s->peer, wt_sched_coll_name((wt_sched_coll_t)(sig & 0xff)),
 		       (unsigned long long)count,
-		       wt_util_dtype_name((weft_dtype_t)((sig >> 16) & 0xff)),
-		       wt_util_op_name((weft_op_t)((sig >> 24) & 0xff)), (int)(uint32_t)(sig >> 32),
+		       wt_util_dtype_name((weft_dtype_t)((sig >> WT_SCHED_SIG_DTYPE_SHIFT) & 0xff)),
+		       wt_util_op_name((weft_op_t)((sig >> WT_SCHED_SIG_OP_SHIFT) & 0xff)),
+		       (int)(uint32_t)(sig >> WT_SCHED_SIG_ROOT_SHIFT),
 		       (unsigned long long)ex->slots.seq, wt_sched_coll_name(a->coll),
 		       (unsigned long long)a->count, wt_util_dtype_name(a->dtype),
 		       wt_util_op_name(a->op), a->root);

@@ -41,6 +41,10 @@ typedef struct {
  * contribution and its flag cross together), and the last seq of slot b's calls whose peer
  * slots the owner has finished reading (done[b]). Regions must be 64-byte aligned. */
 #define WT_SCHED_SLOT_DEPTH 4
+/* The region a communicator of one host gets (the API cuts its slot areas into these, and
+ * weft-sched --slots models one): 1 MiB + 4 KiB for the large ring, whose slots then hold a
+ * 256 KiB call, and 259 KiB for the small ring of 32 slots of 8 KiB + 64. */
+#define WT_SCHED_SLOT_REGION ((size_t)(1024 + 4 + 259) * 1024)
 /* Bytes one slot of the large ring of a region of region_bytes holds (0 if too small). */
 size_t wt_sched_slot_capacity(size_t region_bytes);
 /* Bytes one slot of its small ring holds (0: the region has none). */

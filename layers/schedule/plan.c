@@ -1039,9 +1039,10 @@ static uint64_t plan_slot_sig(const wt_sched_plan_t *p)
 
 	for (const char *c = p->algo; *c; c++)
 		h = (uint8_t)(h * 31u + (uint8_t)*c);
-	return (uint64_t)(p->args.coll & 0xff) | (uint64_t)h << 8 |
-	       (uint64_t)(p->args.dtype & 0xff) << 16 | (uint64_t)(p->args.op & 0xff) << 24 |
-	       (uint64_t)(uint32_t)p->args.root << 32;
+	return (uint64_t)(p->args.coll & 0xff) | (uint64_t)h << WT_SCHED_SIG_ALGO_SHIFT |
+	       (uint64_t)(p->args.dtype & 0xff) << WT_SCHED_SIG_DTYPE_SHIFT |
+	       (uint64_t)(p->args.op & 0xff) << WT_SCHED_SIG_OP_SHIFT |
+	       (uint64_t)(uint32_t)p->args.root << WT_SCHED_SIG_ROOT_SHIFT;
 }
 
 static weft_status_t build_successors(wt_sched_plan_t *p)

@@ -272,6 +272,11 @@ const char *wt_sched_plan_error(const wt_sched_plan_t *p);
  * view's slot_sig and the count), so that a peer running another call or another algorithm
  * for it is named at once rather than read as data. */
 #define WT_SCHED_SLOT_HDR ((size_t)32)
+/* Fields of a plan view's slot_sig (the collective is its low byte; the root 32 bits). */
+#define WT_SCHED_SIG_ALGO_SHIFT 8
+#define WT_SCHED_SIG_DTYPE_SHIFT 16
+#define WT_SCHED_SIG_OP_SHIFT 24
+#define WT_SCHED_SIG_ROOT_SHIFT 32
 #define WT_SCHED_SLOT_SMALL_MIN ((size_t)1 << 20)
 
 /* Read access for the executor, tools and tests. */
@@ -306,8 +311,9 @@ typedef struct {
 	 * size * ranks <= WT_SCHED_SLOT_SMALL_CAP): the same answer everywhere, whatever
 	 * algorithm each rank picked. */
 	int slot_small;
-	/* What a slot plan's PUT publishes of its call: collective | hash of the algorithm's
-	 * name << 8 | dtype << 16 | op << 24 | root << 32 (with args.count beside it). */
+	/* What a slot plan's PUT publishes of its call: the collective in the low byte, then a
+	 * hash of the algorithm's name, the dtype, the op and the root at the WT_SCHED_SIG_*
+	 * shifts (with args.count beside it). */
 	uint64_t slot_sig;
 } wt_sched_plan_view_t;
 const wt_sched_plan_view_t *wt_sched_plan_view(const wt_sched_plan_t *p);

@@ -16,9 +16,9 @@
 
 #define MAX_RANKS (1 << 20) /* message keys pack two ranks in 20 bits each */
 #define DOT_MAX_RANKS 512
-/* --slots without a size: what a communicator of one host gets (a region of 1 MiB + 4 KiB,
- * as the library cuts its slot areas). */
-#define DEFAULT_SLOT_REGION ((size_t)(1024 + 4 + 259) * 1024) /* the API's */
+/* --slots without a size: what a communicator of one host gets (as the library cuts its
+ * slot areas). */
+#define DEFAULT_SLOT_REGION WT_SCHED_SLOT_REGION /* the API's */
 
 typedef struct {
 	wt_sched_args_t a;

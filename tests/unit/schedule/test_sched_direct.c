@@ -379,7 +379,7 @@ static void test_count_mismatch(void **state)
  * no byte of any RECV. */
 static void test_mixed_algorithms(void **state)
 {
-	static const size_t regions[] = {REGION, (size_t)(1024 + 4 + 259) * 1024};
+	static const size_t regions[] = {REGION, WT_SCHED_SLOT_REGION};
 	const wt_sched_algo_t *slots;
 
 	(void)state;

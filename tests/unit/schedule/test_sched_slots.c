@@ -23,7 +23,7 @@
 
 #define REGION ((size_t)64 * 1024)
 /* Regions as the API's: the large ring and the small one (32 slots of 8 KiB). */
-#define BIG_REGION ((size_t)(1024 + 4 + 259) * 1024)
+#define BIG_REGION WT_SCHED_SLOT_REGION
 #define SEQ_CALLS 12
 #define MAX_CALLS 40
 
