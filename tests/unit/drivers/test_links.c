@@ -127,8 +127,14 @@ static void pair_close(struct pair *p)
 	}
 }
 
+/* Set by test_shm_big_frames: mostly frames near the largest, with small ones between, so
+ * the producer keeps leaving its hot window (shm.c) with large frames at every offset. */
+static int big_frames;
+
 static size_t frame_len(uint32_t seq, size_t max_frame)
 {
+	if (big_frames)
+		return seq % 3 == 2 ? 8 + seq % 61 : max_frame - (seq * 2654435761u) % 40000;
 	if (seq % 997 == 3)
 		return max_frame;
 	return 8 + ((seq * 2654435761u) >> 7) % 3000;
@@ -312,6 +318,60 @@ static void test_many_frames(void **state)
 	pair_open(&p, "tok", "tok", WAIT_S);
 	/* About 150 MB each way: the shm ring wraps dozens of times. */
 	exchange(&p, 100000);
+	pair_close(&p);
+}
+
+/* ---- shm only (the large-frame ring walk) ---- */
+
+static void test_shm_big_frames(void **state)
+{
+	struct pair p;
+
+	(void)state;
+	pair_open(&p, "tok", "tok", WAIT_S);
+	/* ~160 MB each way in frames of up to 256 KiB: the ring goes back to its start past
+	 * the hot window (shm.c) some hundred times, each frame checked byte for byte. */
+	big_frames = 1;
+	exchange(&p, 1200);
+	big_frames = 0;
+	pair_close(&p);
+}
+
+/* A receiver going to sleep releases what its last poll delivered: a producer out of room
+ * must not wait for the receiver's next wake-up (which only the producer's data would
+ * bring). */
+static void test_shm_arm_releases(void **state)
+{
+	struct pair p;
+	struct rxcheck rc = {0};
+	uint8_t *buf;
+	uint32_t sent;
+	int n = 0;
+
+	(void)state;
+	pair_open(&p, "tok", "tok", WAIT_S);
+	exchange(&p, 2);
+	buf = malloc(wt_link_max_frame(p.l[0]));
+	assert_non_null(buf);
+	big_frames = 1;
+	sent = rc.next_seq = 2;
+	while (send_seq(p.l[0], 1, sent, buf) == WEFT_OK)
+		sent++;
+	assert_true(sent > 4 && sent - 2 < MAX_EV);
+	push(p.l[0]);
+	/* One poll takes every frame (they stay in the ring until released)... */
+	for (uint64_t dl = wt_util_deadline_in(WAIT_S); n == 0;) {
+		n = pump(p.l[1], 0, &rc);
+		assert_false(wt_util_deadline_passed(dl));
+	}
+	assert_int_equal(rc.frames, sent - 2);
+	assert_int_equal(send_seq(p.l[0], 1, sent, buf), WT_AGAIN);
+	/* ...and arming to sleep gives the room back without another poll. */
+	assert_int_equal(ops->arm(p.l[1]), 0);
+	assert_int_equal(send_seq(p.l[0], 1, sent, buf), WEFT_OK);
+	ops->disarm(p.l[1]);
+	big_frames = 0;
+	free(buf);
 	pair_close(&p);
 }
 
@@ -1428,8 +1488,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_peer_closed),	    cmocka_unit_test(test_malformed_blob),
 	};
 	const struct CMUnitTest shm_only[] = {
-	    cmocka_unit_test(test_shm_get),
-	    cmocka_unit_test(test_shm_corrupt_ring),
+	    cmocka_unit_test(test_shm_get),	     cmocka_unit_test(test_shm_big_frames),
+	    cmocka_unit_test(test_shm_arm_releases), cmocka_unit_test(test_shm_corrupt_ring),
 	    cmocka_unit_test(test_shm_child_killed),
 	};
 	const struct CMUnitTest tcp_only[] = {
