@@ -116,13 +116,16 @@ static weft_status_t net_post_send(void *nctx, int peer, uint64_t tag, const voi
 }
 
 static weft_status_t net_post_recv(void *nctx, int peer, uint64_t tag, void *buf, size_t len,
-				   int reduce, weft_dtype_t dtype, weft_op_t op,
+				   unsigned flags, weft_dtype_t dtype, weft_op_t op,
 				   wt_sched_net_done_fn_t cb, void *arg, void **handle)
 {
 	weft_request_t *req = nctx;
 	weft_comm_t *comm = req->comm;
 	wt_api_netop_t *o;
-	wt_chan_reduce_t red = {.enabled = reduce, .dtype = dtype, .op = op};
+	wt_chan_reduce_t red = {.enabled = (flags & WT_SCHED_NET_REDUCE) != 0,
+				.stream = (flags & WT_SCHED_NET_STREAM) != 0,
+				.dtype = dtype,
+				.op = op};
 	weft_status_t st;
 
 	st = wire_tag(req, tag, &tag);

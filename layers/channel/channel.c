@@ -11,6 +11,7 @@
 #include "layers/channel/channel.h"
 #include "layers/channel/wire.h"
 #include "layers/channel/rel.h"
+#include "lib/util/copy.h"
 #include "lib/util/dtype.h"
 #include "lib/util/env.h"
 #include "lib/util/log.h"
@@ -914,7 +915,10 @@ static void copy_in(wt_chan_op_t *op, size_t off, const void *src, size_t n)
 	if (n == 0)
 		return;
 	if (!op->red.enabled) {
-		memcpy((char *)op->dst + off, src, n);
+		if (op->red.stream)
+			wt_util_copy_stream((char *)op->dst + off, src, n);
+		else
+			memcpy((char *)op->dst + off, src, n);
 		return;
 	}
 	if ((uintptr_t)src % op->elem == 0) {

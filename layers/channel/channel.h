@@ -25,8 +25,11 @@ typedef struct wt_chan_op wt_chan_op_t;
  * msg names what failed (peer, sizes) when st is an error, else NULL. */
 typedef void (*wt_chan_done_fn_t)(void *arg, weft_status_t st, size_t bytes, const char *msg);
 
+/* How arriving bytes land in dst: combined (enabled) or overwriting it, the latter with
+ * streaming stores when the receiver will not read them again soon (stream). */
 typedef struct {
 	int enabled;	    /* 0: plain receive (overwrite dst) */
+	int stream;	    /* plain receive: store around the caches (wt_util_copy_stream) */
 	weft_dtype_t dtype; /* dst = dst op incoming, element-wise */
 	weft_op_t op;	    /* never WEFT_AVG (reduce with SUM, divide after) */
 } wt_chan_reduce_t;

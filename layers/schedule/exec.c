@@ -612,6 +612,13 @@ static void exec_peer(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		wt_util_reduce3(local, left, src, s->len / ex->elem, ex->dtype, ex->wire_op);
 }
 
+static unsigned recv_flags(const wt_sched_step_t *s)
+{
+	if (s->type == WT_SCHED_RECV_REDUCE)
+		return WT_SCHED_NET_REDUCE;
+	return s->wire == WT_SCHED_COPY_STREAM ? WT_SCHED_NET_STREAM : 0;
+}
+
 static void exec_post(wt_sched_exec_t *ex, uint32_t i, const wt_sched_step_t *s)
 {
 	exec_op_t *op = &ex->ops[i];
@@ -632,8 +639,8 @@ static void exec_post(wt_sched_exec_t *ex, uint32_t i, const wt_sched_step_t *s)
 				       exec_net_done, op, &op->handle);
 	else
 		st = ex->net.post_recv(ex->net.ctx, s->peer, tag, bind(ex, s->buf, s->off), s->len,
-				       s->type == WT_SCHED_RECV_REDUCE, ex->dtype, ex->wire_op,
-				       exec_net_done, op, &op->handle);
+				       recv_flags(s), ex->dtype, ex->wire_op, exec_net_done, op,
+				       &op->handle);
 	if (st != WEFT_OK) {
 		/* A post must queue; "try again" from below is not something we can retry. */
 		exec_set_error(ex, wt_util_is_err(st) ? st : WEFT_ERR_NO_MEMORY,

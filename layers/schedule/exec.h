@@ -61,14 +61,19 @@ uint64_t wt_sched_slot_high_water(const void *region, size_t region_bytes);
  * (so own_region may be reset and reused). */
 int wt_sched_slot_released(const void *peer_region, const void *own_region, size_t region_bytes);
 
+#define WT_SCHED_NET_REDUCE 1u
+#define WT_SCHED_NET_STREAM 2u
+
 /* What the executor needs of a network. peer is a communicator rank. Callbacks must not
  * run inside post_*; cancel withdraws a posted op (its callback will never run). */
 typedef struct {
 	void *ctx;
 	weft_status_t (*post_send)(void *ctx, int peer, uint64_t tag, const void *buf, size_t len,
 				   wt_sched_net_done_fn_t cb, void *arg, void **handle);
+	/* flags: WT_SCHED_NET_REDUCE (combine into buf with dtype and op, else overwrite),
+	 * WT_SCHED_NET_STREAM (overwriting: store around the caches, as the step's hint). */
 	weft_status_t (*post_recv)(void *ctx, int peer, uint64_t tag, void *buf, size_t len,
-				   int reduce, weft_dtype_t dtype, weft_op_t op,
+				   unsigned flags, weft_dtype_t dtype, weft_op_t op,
 				   wt_sched_net_done_fn_t cb, void *arg, void **handle);
 	void (*cancel)(void *ctx, void *handle);
 	/* Shared slots; all three NULL when the network has none (a plan with slot steps then

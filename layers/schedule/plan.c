@@ -366,6 +366,13 @@ int wt_sched_recv(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, 
 	return plan_add_net(p, WT_SCHED_RECV, peer, buf, off, len, ndeps, deps);
 }
 
+int wt_sched_recv_stream(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
+			 int ndeps, const int *deps)
+{
+	return with_hint(p, wt_sched_recv(p, peer, buf, off, len, ndeps, deps),
+			 WT_SCHED_COPY_STREAM);
+}
+
 int wt_sched_recv_reduce(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
 			 int ndeps, const int *deps)
 {
@@ -935,8 +942,9 @@ static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 	}
 	if (step_is_conv(s) && check_conv(p, i))
 		return p->err;
-	if ((s->type == WT_SCHED_COPY || s->type == WT_SCHED_PEER_WRITE) && s->wire != 0 &&
-	    s->wire != WT_SCHED_COPY_STREAM) {
+	if ((s->type == WT_SCHED_COPY || s->type == WT_SCHED_PEER_WRITE ||
+	     s->type == WT_SCHED_RECV) &&
+	    s->wire != 0 && s->wire != WT_SCHED_COPY_STREAM) {
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: %s with hint %u", i,
 			      wt_sched_step_type_name(s->type), s->wire);
 		return p->err;
@@ -1416,7 +1424,8 @@ static void dump_step(const wt_sched_plan_t *p, size_t i, FILE *out)
 			s->src_off);
 	if (s->type == WT_SCHED_REDUCE || s->type == WT_SCHED_COPY || s->type == WT_SCHED_SLOT_PUT)
 		fprintf(out, " <- %s[%zu]", wt_sched_buf_name(s->src_buf), s->src_off);
-	if ((s->type == WT_SCHED_COPY || s->type == WT_SCHED_PEER_WRITE) &&
+	if ((s->type == WT_SCHED_COPY || s->type == WT_SCHED_PEER_WRITE ||
+	     s->type == WT_SCHED_RECV) &&
 	    s->wire == WT_SCHED_COPY_STREAM)
 		fputs(" stream", out);
 	if (step_reads_slot(s))

@@ -10,6 +10,7 @@ typedef struct {
 	wt_sched_plan_t *p;
 	size_t block, seg; /* bytes */
 	int n, r, in_place;
+	int big; /* RECV >= WT_SCHED_STREAM_MIN: blocks not forwarded are streamed in */
 } agr_t;
 
 static int ring_mod(int x, int n)
@@ -37,9 +38,13 @@ static void agr_build(agr_t *g, int *recv)
 	size_t ns = nseg(g), own = (size_t)r * g->block;
 
 	if (!g->in_place)
-		wt_sched_copy(g->p, WT_SCHED_BUF_RECV, own, WT_SCHED_BUF_SEND, 0, g->block, 0,
-			      NULL);
+		(g->big ? wt_sched_copy_stream : wt_sched_copy)(
+		    g->p, WT_SCHED_BUF_RECV, own, WT_SCHED_BUF_SEND, 0, g->block, 0, NULL);
 	for (int s = 0; s < n - 1; s++) {
+		/* The last step's blocks are not forwarded: nothing reads them again. */
+		int (*recv_fn)(wt_sched_plan_t *, int, wt_sched_buf_t, size_t, size_t, int,
+			       const int *) =
+		    g->big && s == n - 2 ? wt_sched_recv_stream : wt_sched_recv;
 		int bs = ring_mod(r - s, n), br = ring_mod(r - s - 1, n);
 
 		for (size_t k = 0; k < ns; k++) {
@@ -57,9 +62,9 @@ static void agr_build(agr_t *g, int *recv)
 					      (size_t)bs * g->block + off, len, 1, &dep);
 		}
 		for (size_t k = 0; k < ns; k++)
-			recv[(size_t)br * ns + k] = wt_sched_recv(
-			    g->p, left, WT_SCHED_BUF_RECV, (size_t)br * g->block + k * g->seg,
-			    seg_len(g, k), 0, NULL);
+			recv[(size_t)br * ns + k] =
+			    recv_fn(g->p, left, WT_SCHED_BUF_RECV,
+				    (size_t)br * g->block + k * g->seg, seg_len(g, k), 0, NULL);
 	}
 }
 
@@ -77,6 +82,7 @@ weft_status_t wt_sched_allgather_ring(const wt_sched_args_t *a, wt_sched_plan_t 
 	g.block = a->count * elem;
 	if (!g.block)
 		return WEFT_OK;
+	g.big = g.block * (size_t)g.n >= WT_SCHED_STREAM_MIN;
 	/* Segments stay whole elements so a message never splits one. */
 	g.seg = seg / elem ? seg / elem * elem : elem;
 	if (g.n == 1) {

@@ -78,7 +78,11 @@ static void ring_send(ring_t *g, int c, size_t k, int from_send)
 	wt_sched_haz_read(g->p, h, v);
 }
 
-static void ring_recv(ring_t *g, int c, size_t k, int reduce)
+/* How a segment's receive lands: combined into RECV, copied, or copied around the caches
+ * (a final block of a call too large for them, not forwarded: WT_SCHED_STREAM_MIN). */
+enum { RING_COPY, RING_REDUCE, RING_STREAM };
+
+static void ring_recv(ring_t *g, int c, size_t k, int how)
 {
 	wt_sched_haz_t *h = seg_haz(g, c, k);
 	int deps[WT_SCHED_HAZ_MAX_DEPS], nd = 0, peer = ring_mod(g->r - 1, g->n), v;
@@ -86,8 +90,10 @@ static void ring_recv(ring_t *g, int c, size_t k, int reduce)
 
 	seg_range(g, c, k, &off, &len);
 	nd = wt_sched_haz_write_deps(h, deps, nd);
-	if (reduce)
+	if (how == RING_REDUCE)
 		v = wt_sched_recv_reduce(g->p, peer, WT_SCHED_BUF_RECV, off, len, nd, deps);
+	else if (how == RING_STREAM)
+		v = wt_sched_recv_stream(g->p, peer, WT_SCHED_BUF_RECV, off, len, nd, deps);
 	else
 		v = wt_sched_recv(g->p, peer, WT_SCHED_BUF_RECV, off, len, nd, deps);
 	wt_sched_haz_write(h, v);
@@ -267,6 +273,7 @@ static void ring_build_wire(ring_t *g)
 static void ring_build(ring_t *g)
 {
 	int n = g->n, r = g->r, in_place = g->a->in_place;
+	int big = g->a->count * g->elem >= WT_SCHED_STREAM_MIN;
 
 	if (!in_place)
 		for (int c = 0; c < n; c++)
@@ -278,7 +285,7 @@ static void ring_build(ring_t *g)
 		for (size_t k = 0; k < chunk_nseg(g, cs); k++)
 			ring_send(g, cs, k, s == 0 && !in_place);
 		for (size_t k = 0; k < chunk_nseg(g, cr); k++)
-			ring_recv(g, cr, k, 1);
+			ring_recv(g, cr, k, RING_REDUCE);
 	}
 	/* Dividing the owned chunk before it is forwarded makes all ranks bit-identical. */
 	if (g->a->op == WEFT_AVG)
@@ -290,7 +297,7 @@ static void ring_build(ring_t *g)
 		for (size_t k = 0; k < chunk_nseg(g, cs); k++)
 			ring_send(g, cs, k, 0);
 		for (size_t k = 0; k < chunk_nseg(g, cr); k++)
-			ring_recv(g, cr, k, 0);
+			ring_recv(g, cr, k, big && s == n - 2 ? RING_STREAM : RING_COPY);
 	}
 }
 

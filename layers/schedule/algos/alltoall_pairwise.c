@@ -10,7 +10,7 @@
 weft_status_t wt_sched_alltoall_pairwise(const wt_sched_args_t *a, wt_sched_plan_t *p)
 {
 	size_t elem = wt_util_dtype_size(a->dtype), blk;
-	int n = a->size, r = a->rank, *saved = NULL;
+	int n = a->size, r = a->rank, *saved = NULL, big;
 	wt_sched_buf_t src = a->in_place ? WT_SCHED_BUF_SCRATCH : WT_SCHED_BUF_SEND;
 
 	if (!elem || n < 1) {
@@ -20,9 +20,12 @@ weft_status_t wt_sched_alltoall_pairwise(const wt_sched_args_t *a, wt_sched_plan
 	blk = a->count * elem;
 	if (blk == 0)
 		return WEFT_OK;
+	/* Every block lands once in RECV and is not read again by the call. */
+	big = blk * (size_t)n >= WT_SCHED_STREAM_MIN;
 	if (!a->in_place) {
-		wt_sched_copy(p, WT_SCHED_BUF_RECV, (size_t)r * blk, WT_SCHED_BUF_SEND,
-			      (size_t)r * blk, blk, 0, NULL);
+		(big ? wt_sched_copy_stream : wt_sched_copy)(p, WT_SCHED_BUF_RECV, (size_t)r * blk,
+							     WT_SCHED_BUF_SEND, (size_t)r * blk,
+							     blk, 0, NULL);
 	} else if (n > 1) {
 		saved = malloc((size_t)n * sizeof(*saved));
 		if (!saved) {
@@ -43,8 +46,9 @@ weft_status_t wt_sched_alltoall_pairwise(const wt_sched_args_t *a, wt_sched_plan
 
 		wt_sched_send(p, to, src, (size_t)to * blk, blk, saved ? 1 : 0,
 			      saved ? &saved[to] : NULL);
-		wt_sched_recv(p, from, WT_SCHED_BUF_RECV, (size_t)from * blk, blk, saved ? 1 : 0,
-			      saved ? &saved[from] : NULL);
+		(big ? wt_sched_recv_stream : wt_sched_recv)(p, from, WT_SCHED_BUF_RECV,
+							     (size_t)from * blk, blk, saved ? 1 : 0,
+							     saved ? &saved[from] : NULL);
 	}
 	free(saved);
 	return WEFT_OK;

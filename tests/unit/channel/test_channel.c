@@ -111,24 +111,28 @@ static void post_recv1(ct_fab_t *f, int at, uint64_t tag, void *buf, size_t len,
 }
 
 /* One message from -> to of len bytes; recv posted first (expected) or after the send
- * has reached the peer (unexpected). */
-static void exchange(ct_fab_t *f, int from, size_t len, int unexpected, unsigned seed)
+ * has reached the peer (unexpected). stream: the receive stores around the caches
+ * (wt_chan_reduce_t.stream), into a destination 3 bytes off a line. */
+static void exchange_ex(ct_fab_t *f, int from, size_t len, int unexpected, unsigned seed,
+			int stream)
 {
-	uint8_t *src = malloc(len + 1), *dst = malloc(len + 1);
+	uint8_t *src = malloc(len + 1), *base = malloc(len + 4), *dst = base + (stream ? 3 : 0);
 	done_t ds = {0}, dr = {0};
 	uint64_t tag = 0xabc0000000000000ull | seed;
+	wt_chan_reduce_t streamed = {.stream = 1};
+	const wt_chan_reduce_t *red = stream ? &streamed : NULL;
 
 	assert_non_null(src);
-	assert_non_null(dst);
+	assert_non_null(base);
 	fill(src, len, seed);
 	memset(dst, 0xee, len + 1);
 	if (!unexpected)
-		post_recv1(f, 1 - from, tag, dst, len, NULL, &dr, NULL);
+		post_recv1(f, 1 - from, tag, dst, len, red, &dr, NULL);
 	post_send1(f, from, tag, src, len, &ds, NULL);
 	if (unexpected) {
 		pump_rounds(f, 50);
 		assert_int_equal(dr.fired, 0);
-		post_recv1(f, 1 - from, tag, dst, len, NULL, &dr, NULL);
+		post_recv1(f, 1 - from, tag, dst, len, red, &dr, NULL);
 	}
 	ct_pump_until(f, &dr.fired, 1);
 	ct_pump_until(f, &ds.fired, 1);
@@ -141,7 +145,12 @@ static void exchange(ct_fab_t *f, int from, size_t len, int unexpected, unsigned
 	check(dst, len, seed);
 	assert_int_equal(dst[len], 0xee);
 	free(src);
-	free(dst);
+	free(base);
+}
+
+static void exchange(ct_fab_t *f, int from, size_t len, int unexpected, unsigned seed)
+{
+	exchange_ex(f, from, len, unexpected, seed, 0);
 }
 
 static const size_t sizes[] = {0, 1, EAGER, EAGER + 1, MIB, 16 * MIB};
@@ -162,6 +171,19 @@ static void run_sizes(const char *drv, int unexpected)
 static void test_sizes(void **state)
 {
 	run_sizes(*state, 0);
+}
+
+/* Streamed receives land the same bytes, eager or rendezvous, expected or not. */
+static void test_stream_sizes(void **state)
+{
+	ct_fab_t f;
+
+	fab_open(&f, *state, EAGER);
+	for (size_t i = 0; i < NSIZES; i++)
+		for (int unexpected = 0; unexpected < 2; unexpected++)
+			exchange_ex(&f, (int)i % 2, sizes[i] + 5, unexpected,
+				    (unsigned)(i + 200 + 10 * unexpected), 1);
+	ct_close(&f);
 }
 
 static void test_unexpected(void **state)
@@ -1035,6 +1057,7 @@ static void test_link_poll_fails(void **state)
 
 #define DRIVER_TESTS(drv)                                                                          \
 	cmocka_unit_test_prestate(test_sizes, drv),                                                \
+	    cmocka_unit_test_prestate(test_stream_sizes, drv),                                     \
 	    cmocka_unit_test_prestate(test_unexpected, drv),                                       \
 	    cmocka_unit_test_prestate(test_iov_pieces, drv),                                       \
 	    cmocka_unit_test_prestate(test_ordering, drv),                                         \

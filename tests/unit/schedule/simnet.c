@@ -192,16 +192,20 @@ static weft_status_t sim_post_send(void *ctx, int peer, uint64_t tag, const void
 }
 
 static weft_status_t sim_post_recv(void *ctx, int peer, uint64_t tag, void *buf, size_t len,
-				   int reduce, weft_dtype_t dtype, weft_op_t wop,
+				   unsigned flags, weft_dtype_t dtype, weft_op_t wop,
 				   wt_sched_net_done_fn_t cb, void *arg, void **handle)
 {
 	simrank_t *r = ctx;
+	int reduce = (flags & WT_SCHED_NET_REDUCE) != 0;
 	weft_status_t st;
 	simop_t *op;
 
 	if (post_fails(r, &st))
 		return st;
 	assert_true(buf || !len);
+	/* streaming is a way of overwriting: never asked of a combining receive */
+	assert_false(reduce && (flags & WT_SCHED_NET_STREAM));
+	assert_int_equal(flags & ~(WT_SCHED_NET_REDUCE | WT_SCHED_NET_STREAM), 0);
 	if (reduce) {
 		assert_true(wop != WEFT_AVG && wt_util_op_valid(wop));
 		assert_int_equal(len % wt_util_dtype_size(dtype), 0);

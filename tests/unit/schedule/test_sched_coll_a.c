@@ -417,6 +417,48 @@ static void test_large(void **state)
 			}
 }
 
+/* A ring allgather whose RECV reaches WT_SCHED_STREAM_MIN streams the own block's copy and
+ * the receives of its last step (the blocks it does not forward); one element less, no
+ * step. Both run end to end, checked exactly. */
+static void test_allgather_stream(void **state)
+{
+	(void)state;
+	for (int n = 2; n <= 3; n++) {
+		size_t big = (WT_SCHED_STREAM_MIN + 4 * (size_t)n - 1) / (4 * (size_t)n);
+
+		for (size_t count = big - 1; count <= big; count++) {
+			int want = count == big;
+			cfg_t c = {WT_COLL_ALLGATHER, "ring", n, count, WEFT_INT32,
+				   WEFT_SUM,	      0,      0, count, 0};
+
+			for (int r = 0; r < n; r++) {
+				wt_sched_args_t a = st_args(WT_COLL_ALLGATHER, count, WEFT_INT32,
+							    WEFT_SUM, r, n, 0, 0);
+				wt_sched_plan_t *p;
+				size_t recvs = 0, streamed = 0, copies = 0;
+
+				st_build(&a, wt_sched_algo_select(&a, "ring"), "stream", &p);
+				for (size_t i = 0; i < wt_sched_plan_nsteps(p); i++) {
+					const wt_sched_step_t *s = wt_sched_plan_step(p, i);
+					int hint = s->wire == WT_SCHED_COPY_STREAM;
+
+					recvs += s->type == WT_SCHED_RECV;
+					streamed += s->type == WT_SCHED_RECV && hint;
+					copies += s->type == WT_SCHED_COPY && hint;
+					/* a streamed block is never sent on */
+					if (s->type == WT_SCHED_RECV && hint)
+						assert_int_equal(s->off / (count * 4),
+								 (size_t)((r + 1) % n));
+				}
+				assert_int_equal(streamed, want ? recvs / (size_t)(n - 1) : 0);
+				assert_int_equal(copies, want ? 1 : 0);
+				wt_sched_plan_unref(p);
+			}
+			run_cfg(&c);
+		}
+	}
+}
+
 /* Order-dependent float inputs: the same plans run with different delivery orders give
  * identical bytes, and every allreduce rank agrees with rank 0. */
 static void test_determinism(void **state)
@@ -523,9 +565,13 @@ static void test_plan_shapes(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_plan_shapes), cmocka_unit_test(test_ranks_counts),
-	    cmocka_unit_test(test_seeds),	cmocka_unit_test(test_dtypes_ops),
-	    cmocka_unit_test(test_large),	cmocka_unit_test(test_determinism),
+	    cmocka_unit_test(test_plan_shapes),
+	    cmocka_unit_test(test_ranks_counts),
+	    cmocka_unit_test(test_seeds),
+	    cmocka_unit_test(test_dtypes_ops),
+	    cmocka_unit_test(test_large),
+	    cmocka_unit_test(test_determinism),
+	    cmocka_unit_test(test_allgather_stream),
 	};
 
 	if (argc > 1)

@@ -830,6 +830,56 @@ static void test_plan_shapes(void **state)
 	}
 }
 
+/* Steps with the streaming hint, and whether every RECV and the own COPY carry it. */
+static size_t hinted(const wt_sched_plan_t *p, int type)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < wt_sched_plan_nsteps(p); i++) {
+		const wt_sched_step_t *s = wt_sched_plan_step(p, i);
+
+		k += s->type == type && s->wire == WT_SCHED_COPY_STREAM;
+	}
+	return k;
+}
+
+/* A pairwise alltoall whose RECV reaches WT_SCHED_STREAM_MIN stores every block around the
+ * caches (each lands once and is not read again); one element less, none. Both run end to
+ * end with their results checked. */
+static void test_alltoall_stream(void **state)
+{
+	(void)state;
+	for (int n = 2; n <= 3; n++) {
+		size_t big = (WT_SCHED_STREAM_MIN + 4 * (size_t)n - 1) / (4 * (size_t)n);
+
+		for (size_t count = big - 1; count <= big; count++) {
+			int want = count == big;
+
+			for (int r = 0; r < n; r++) {
+				wt_sched_args_t a = st_args(WT_COLL_ALLTOALL, count, WEFT_INT32,
+							    WEFT_SUM, r, n, 0, 0);
+				wt_sched_plan_t *p;
+
+				st_build(&a, wt_sched_algo_select(&a, "pairwise"), "stream", &p);
+				assert_int_equal(hinted(p, WT_SCHED_RECV),
+						 want ? net_steps(p, WT_SCHED_RECV) : 0);
+				assert_int_equal(hinted(p, WT_SCHED_COPY), want ? 1 : 0);
+				wt_sched_plan_unref(p);
+			}
+			cfg_t c = {.coll = WT_COLL_ALLTOALL,
+				   .algo = "pairwise",
+				   .n = n,
+				   .count = count,
+				   .dt = WEFT_INT32,
+				   .op = WEFT_SUM,
+				   .seed = 77 + count,
+				   .late = -1};
+
+			run_coll(&c);
+		}
+	}
+}
+
 /* Under a latency-heavy cost model Bruck wins small alltoalls and the chain large
  * broadcasts and reduces; the binomial trees win small ones. */
 static void test_cost_choice(void **state)
@@ -862,14 +912,23 @@ static void test_cost_choice(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_refusals),	       cmocka_unit_test(test_plan_shapes),
-	    cmocka_unit_test(test_cost_choice),	       cmocka_unit_test(test_seeds),
-	    cmocka_unit_test(test_bcast_binomial),     cmocka_unit_test(test_bcast_chain),
-	    cmocka_unit_test(test_reduce_binomial),    cmocka_unit_test(test_reduce_chain),
-	    cmocka_unit_test(test_reduce_dtypes_ops),  cmocka_unit_test(test_reduce_order),
-	    cmocka_unit_test(test_gather_binomial),    cmocka_unit_test(test_scatter_binomial),
-	    cmocka_unit_test(test_alltoall_pairwise),  cmocka_unit_test(test_alltoall_bruck),
-	    cmocka_unit_test(test_alltoallv_pairwise), cmocka_unit_test(test_barrier_dissemination),
+	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_plan_shapes),
+	    cmocka_unit_test(test_cost_choice),
+	    cmocka_unit_test(test_seeds),
+	    cmocka_unit_test(test_bcast_binomial),
+	    cmocka_unit_test(test_bcast_chain),
+	    cmocka_unit_test(test_reduce_binomial),
+	    cmocka_unit_test(test_reduce_chain),
+	    cmocka_unit_test(test_reduce_dtypes_ops),
+	    cmocka_unit_test(test_reduce_order),
+	    cmocka_unit_test(test_gather_binomial),
+	    cmocka_unit_test(test_scatter_binomial),
+	    cmocka_unit_test(test_alltoall_pairwise),
+	    cmocka_unit_test(test_alltoall_bruck),
+	    cmocka_unit_test(test_alltoall_stream),
+	    cmocka_unit_test(test_alltoallv_pairwise),
+	    cmocka_unit_test(test_barrier_dissemination),
 	};
 
 	if (argc > 1)
