@@ -117,7 +117,8 @@ static weft_status_t net_post_send(void *nctx, int peer, uint64_t tag, const voi
 
 static weft_status_t net_post_recv(void *nctx, int peer, uint64_t tag, void *buf, size_t len,
 				   unsigned flags, weft_dtype_t dtype, weft_op_t op,
-				   wt_sched_net_done_fn_t cb, void *arg, void **handle)
+				   const void *left, wt_sched_net_done_fn_t cb, void *arg,
+				   void **handle)
 {
 	weft_request_t *req = nctx;
 	weft_comm_t *comm = req->comm;
@@ -125,7 +126,8 @@ static weft_status_t net_post_recv(void *nctx, int peer, uint64_t tag, void *buf
 	wt_chan_reduce_t red = {.enabled = (flags & WT_SCHED_NET_REDUCE) != 0,
 				.stream = (flags & WT_SCHED_NET_STREAM) != 0,
 				.dtype = dtype,
-				.op = op};
+				.op = op,
+				.left = left};
 	weft_status_t st;
 
 	st = wire_tag(req, tag, &tag);

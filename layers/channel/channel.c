@@ -910,6 +910,18 @@ static void fail_peer_loud(wt_chan_t *ch, int pi, weft_status_t st, const char *
 
 /* ---- receive side ---- */
 
+/* n bytes (whole, aligned elements) of incoming data at src into dst + off. */
+static void combine(const wt_chan_op_t *op, size_t off, const void *src, size_t n)
+{
+	char *d = (char *)op->dst + off;
+
+	if (op->red.left != NULL)
+		wt_util_reduce3(d, (const char *)op->red.left + off, src, n / op->elem,
+				op->red.dtype, op->red.op);
+	else
+		wt_util_reduce(d, src, n / op->elem, op->red.dtype, op->red.op);
+}
+
 static void copy_in(wt_chan_op_t *op, size_t off, const void *src, size_t n)
 {
 	if (n == 0)
@@ -922,7 +934,7 @@ static void copy_in(wt_chan_op_t *op, size_t off, const void *src, size_t n)
 		return;
 	}
 	if ((uintptr_t)src % op->elem == 0) {
-		wt_util_reduce((char *)op->dst + off, src, n / op->elem, op->red.dtype, op->red.op);
+		combine(op, off, src, n);
 		return;
 	}
 	/* A stream link (tcp) may hand over a frame at any byte offset; the kernels load
@@ -932,7 +944,7 @@ static void copy_in(wt_chan_op_t *op, size_t off, const void *src, size_t n)
 		size_t k = n < sizeof(tmp) ? n : sizeof(tmp) - sizeof(tmp) % op->elem;
 
 		memcpy(tmp, src, k);
-		wt_util_reduce((char *)op->dst + off, tmp, k / op->elem, op->red.dtype, op->red.op);
+		combine(op, off, tmp, k);
 		src = (const char *)src + k;
 		off += k;
 		n -= k;
@@ -1708,7 +1720,16 @@ weft_status_t wt_chan_post_send(wt_chan_t *ch, int peer, uint64_t tag, const str
 static int reduce_check(const wt_chan_reduce_t *r, int peer, size_t len, size_t *elem)
 {
 	*elem = 1;
-	if (r == NULL || !r->enabled)
+	if (r == NULL)
+		return 0;
+	/* streaming stores are a way of overwriting; a left operand is one of combining */
+	if ((r->enabled && r->stream) || (!r->enabled && r->left != NULL)) {
+		WT_ERROR("channel: receive from rank %d: %s", peer,
+			 r->enabled ? "streaming stores asked of a combining receive"
+				    : "a left operand for a receive that does not combine");
+		return -1;
+	}
+	if (!r->enabled)
 		return 0;
 	if (!wt_util_dtype_valid(r->dtype) || !wt_util_op_valid(r->op) || r->op == WEFT_AVG) {
 		WT_ERROR("channel: receive-with-reduce from rank %d: bad dtype %d or op %d", peer,
@@ -1756,7 +1777,7 @@ weft_status_t wt_chan_post_recv(wt_chan_t *ch, int peer, uint64_t tag, void *dst
 	op->dst = dst;
 	op->len = len;
 	op->elem = elem;
-	if (reduce != NULL && reduce->enabled)
+	if (reduce != NULL)
 		op->red = *reduce;
 	struct peer *p = &ch->peers[peer];
 

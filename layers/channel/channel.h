@@ -28,8 +28,11 @@ typedef void (*wt_chan_done_fn_t)(void *arg, weft_status_t st, size_t bytes, con
 /* How arriving bytes land in dst: combined (enabled) or overwriting it, the latter with
  * streaming stores when the receiver will not read them again soon (stream). */
 typedef struct {
-	int enabled;	    /* 0: plain receive (overwrite dst) */
-	int stream;	    /* plain receive: store around the caches (wt_util_copy_stream) */
+	int enabled; /* 0: plain receive (overwrite dst) */
+	int stream;  /* plain receive: store around the caches (wt_util_copy_stream) */
+	/* Combining: dst = left op incoming (left holds the receive's length and does not
+	 * overlap dst), instead of dst = dst op incoming; NULL for the latter. */
+	const void *left;
 	weft_dtype_t dtype; /* dst = dst op incoming, element-wise */
 	weft_op_t op;	    /* never WEFT_AVG (reduce with SUM, divide after) */
 } wt_chan_reduce_t;

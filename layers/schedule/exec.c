@@ -639,8 +639,12 @@ static void exec_post(wt_sched_exec_t *ex, uint32_t i, const wt_sched_step_t *s)
 				       exec_net_done, op, &op->handle);
 	else
 		st = ex->net.post_recv(ex->net.ctx, s->peer, tag, bind(ex, s->buf, s->off), s->len,
-				       recv_flags(s), ex->dtype, ex->wire_op, exec_net_done, op,
-				       &op->handle);
+				       recv_flags(s), ex->dtype, ex->wire_op,
+				       s->type == WT_SCHED_RECV_REDUCE &&
+					       s->wire == WT_SCHED_RECV_FROM_SRC
+					   ? bind(ex, s->src_buf, s->src_off)
+					   : NULL,
+				       exec_net_done, op, &op->handle);
 	if (st != WEFT_OK) {
 		/* A post must queue; "try again" from below is not something we can retry. */
 		exec_set_error(ex, wt_util_is_err(st) ? st : WEFT_ERR_NO_MEMORY,

@@ -71,10 +71,13 @@ typedef struct {
 	weft_status_t (*post_send)(void *ctx, int peer, uint64_t tag, const void *buf, size_t len,
 				   wt_sched_net_done_fn_t cb, void *arg, void **handle);
 	/* flags: WT_SCHED_NET_REDUCE (combine into buf with dtype and op, else overwrite),
-	 * WT_SCHED_NET_STREAM (overwriting: store around the caches, as the step's hint). */
+	 * WT_SCHED_NET_STREAM (overwriting: store around the caches, as the step's hint).
+	 * left: combining, buf = left op incoming (len bytes, not overlapping buf); NULL:
+	 * buf = buf op incoming. */
 	weft_status_t (*post_recv)(void *ctx, int peer, uint64_t tag, void *buf, size_t len,
 				   unsigned flags, weft_dtype_t dtype, weft_op_t op,
-				   wt_sched_net_done_fn_t cb, void *arg, void **handle);
+				   const void *left, wt_sched_net_done_fn_t cb, void *arg,
+				   void **handle);
 	void (*cancel)(void *ctx, void *handle);
 	/* Shared slots; all three NULL when the network has none (a plan with slot steps then
 	 * fails to start). slots fills this execution's regions and call number; it is called

@@ -379,6 +379,19 @@ int wt_sched_recv_reduce(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_
 	return plan_add_net(p, WT_SCHED_RECV_REDUCE, peer, buf, off, len, ndeps, deps);
 }
 
+int wt_sched_recv_reduce_from(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off,
+			      wt_sched_buf_t src_buf, size_t src_off, size_t len, int ndeps,
+			      const int *deps)
+{
+	int id = wt_sched_recv_reduce(p, peer, buf, off, len, ndeps, deps);
+
+	if (id >= 0) {
+		p->steps[id].src_buf = (uint8_t)src_buf;
+		p->steps[id].src_off = src_off;
+	}
+	return with_hint(p, id, WT_SCHED_RECV_FROM_SRC);
+}
+
 int wt_sched_reduce(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
 		    size_t src_off, size_t len, int ndeps, const int *deps)
 {
@@ -737,6 +750,8 @@ size_t wt_sched_step_src_len(const wt_sched_plan_t *p, const wt_sched_step_t *s)
 	case WT_SCHED_WIDEN:
 	case WT_SCHED_REDUCE_WIDEN:
 		return conv_src_len(s, p->elem);
+	case WT_SCHED_RECV_REDUCE:
+		return s->wire == WT_SCHED_RECV_FROM_SRC ? s->len : 0;
 	default:
 		return 0;
 	}
@@ -766,6 +781,11 @@ static int step_reads(const wt_sched_plan_t *p, const wt_sched_step_t *s, wt_sch
 		*off = s->src_off;
 		*len = wt_sched_step_src_len(p, s);
 		return 1;
+	case WT_SCHED_RECV_REDUCE:
+		*buf = s->src_buf;
+		*off = s->src_off;
+		*len = wt_sched_step_src_len(p, s);
+		return s->wire == WT_SCHED_RECV_FROM_SRC;
 	default:
 		return 0;
 	}
@@ -947,6 +967,15 @@ static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 	    s->wire != 0 && s->wire != WT_SCHED_COPY_STREAM) {
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: %s with hint %u", i,
 			      wt_sched_step_type_name(s->type), s->wire);
+		return p->err;
+	}
+	if (s->type == WT_SCHED_RECV_REDUCE && s->wire != 0 &&
+	    (s->wire != WT_SCHED_RECV_FROM_SRC || s->src_buf == s->buf ||
+	     s->src_buf == WT_SCHED_BUF_SLOT)) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+			      "step %zu: RECV_REDUCE with hint %u (from a source needs another "
+			      "buffer than its destination, not SLOT)",
+			      i, s->wire);
 		return p->err;
 	}
 	/* Our own SEND is read at the peer's offset: the same range of a buffer of the same
@@ -1419,6 +1448,8 @@ static void dump_step(const wt_sched_plan_t *p, size_t i, FILE *out)
 		fprintf(out, " %s[%zu+%zu]", wt_sched_buf_name(s->buf), s->off, s->len);
 	if (s->type == WT_SCHED_PEER_REDUCE && s->wire == WT_SCHED_PEER_FROM_SEND)
 		fprintf(out, " = SEND[%zu] op", s->src_off);
+	if (s->type == WT_SCHED_RECV_REDUCE && s->wire == WT_SCHED_RECV_FROM_SRC)
+		fprintf(out, " = %s[%zu] op", wt_sched_buf_name(s->src_buf), s->src_off);
 	if (s->type == WT_SCHED_PEER_READ || s->type == WT_SCHED_PEER_REDUCE)
 		fprintf(out, " <- %s of %d[%zu]", wt_sched_buf_name(s->src_buf), (int)s->peer,
 			s->src_off);

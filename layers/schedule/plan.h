@@ -122,9 +122,11 @@ typedef struct {
 typedef struct {
 	uint8_t type;		   /* wt_sched_step_type_t */
 	uint8_t buf;		   /* wt_sched_buf_t: destination (or source for SEND) */
-	uint8_t src_buf;	   /* REDUCE / COPY / NARROW / WIDEN / REDUCE_WIDEN source */
+	uint8_t src_buf;	   /* REDUCE / COPY / NARROW / WIDEN / REDUCE_WIDEN source;
+				    * RECV_REDUCE from src: its left operand */
 	uint8_t wire;		   /* NARROW / WIDEN / REDUCE_WIDEN: weft_dtype_t, 16-bit;
 				    * COPY, PEER_WRITE, RECV: WT_SCHED_COPY_STREAM or 0;
+				    * RECV_REDUCE: WT_SCHED_RECV_FROM_SRC or 0;
 				    * PEER_REDUCE: WT_SCHED_PEER_FROM_SEND or 0 */
 	int32_t peer;		   /* SEND / RECV* / SLOT_* but PUT, DONE: communicator rank */
 	uint32_t msg;		   /* SEND / RECV*: index among messages to/from that peer */
@@ -148,6 +150,13 @@ int wt_sched_recv_stream(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_
 /* Receive len bytes from peer and combine into buf+off with the plan's op (SUM for AVG). */
 int wt_sched_recv_reduce(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
 			 int ndeps, const int *deps);
+/* The same, but buf+off = src_buf's bytes at src_off op the incoming ones (hint
+ * WT_SCHED_RECV_FROM_SRC): the first term of a combination taken in the same pass as the
+ * receive, instead of a COPY into buf before it. src_buf must not be buf. */
+#define WT_SCHED_RECV_FROM_SRC 2
+int wt_sched_recv_reduce_from(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off,
+			      wt_sched_buf_t src_buf, size_t src_off, size_t len, int ndeps,
+			      const int *deps);
 /* dst = dst op src (SUM for AVG). */
 int wt_sched_reduce(wt_sched_plan_t *p, wt_sched_buf_t dst, size_t dst_off, wt_sched_buf_t src,
 		    size_t src_off, size_t len, int ndeps, const int *deps);

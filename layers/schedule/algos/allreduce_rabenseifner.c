@@ -86,15 +86,14 @@ static int rab_halving(rab_t *g, int last)
 			s = wt_sched_send(g->p, peer, init ? WT_SCHED_BUF_RECV : g->in, soff, slen,
 					  nd, deps);
 		g->halving_send[ilog2(mask)] = s;
-		if (!init && klen) {
-			last = wt_sched_copy(g->p, WT_SCHED_BUF_RECV, koff, g->in, koff, klen, 0,
-					     NULL);
-			nd = dep_add(deps, 0, last);
-		}
-		init = 1;
-		if (klen)
+		/* The first half kept is combined from the input straight into RECV. */
+		if (!init && klen)
+			last = wt_sched_recv_reduce_from(g->p, peer, WT_SCHED_BUF_RECV, koff, g->in,
+							 koff, klen, nd, deps);
+		else if (klen)
 			last = wt_sched_recv_reduce(g->p, peer, WT_SCHED_BUF_RECV, koff, klen, nd,
 						    deps);
+		init = 1;
 		lo = keep;
 	}
 	return last;

@@ -78,9 +78,11 @@ static void ring_send(ring_t *g, int c, size_t k, int from_send)
 	wt_sched_haz_read(g->p, h, v);
 }
 
-/* How a segment's receive lands: combined into RECV, copied, or copied around the caches
- * (a final block of a call too large for them, not forwarded: WT_SCHED_STREAM_MIN). */
-enum { RING_COPY, RING_REDUCE, RING_STREAM };
+/* How a segment's receive lands: combined into RECV, combined with SEND's bytes into RECV
+ * (the first combination of a segment, with no copy before it), copied, or copied around
+ * the caches (a final block of a call too large for them, not forwarded:
+ * WT_SCHED_STREAM_MIN). */
+enum { RING_COPY, RING_REDUCE, RING_REDUCE_SEND, RING_STREAM };
 
 static void ring_recv(ring_t *g, int c, size_t k, int how)
 {
@@ -92,6 +94,9 @@ static void ring_recv(ring_t *g, int c, size_t k, int how)
 	nd = wt_sched_haz_write_deps(h, deps, nd);
 	if (how == RING_REDUCE)
 		v = wt_sched_recv_reduce(g->p, peer, WT_SCHED_BUF_RECV, off, len, nd, deps);
+	else if (how == RING_REDUCE_SEND)
+		v = wt_sched_recv_reduce_from(g->p, peer, WT_SCHED_BUF_RECV, off, WT_SCHED_BUF_SEND,
+					      off, len, nd, deps);
 	else if (how == RING_STREAM)
 		v = wt_sched_recv_stream(g->p, peer, WT_SCHED_BUF_RECV, off, len, nd, deps);
 	else
@@ -269,23 +274,21 @@ static void ring_build_wire(ring_t *g)
 
 /* Rank r starts by sending chunk r; at reduce-scatter step s it sends chunk r-s and
  * reduces chunk r-s-1 into RECV, so after n-1 steps it holds chunk r+1 fully reduced.
- * Allgather step s then forwards chunk r+1-s and receives chunk r-s. */
+ * Allgather step s then forwards chunk r+1-s and receives chunk r-s. Each chunk but r is
+ * received once in the reduce-scatter, so out of place that receive combines SEND's bytes
+ * with the incoming ones straight into RECV: no copy of the input first. */
 static void ring_build(ring_t *g)
 {
 	int n = g->n, r = g->r, in_place = g->a->in_place;
 	int big = g->a->count * g->elem >= WT_SCHED_STREAM_MIN;
 
-	if (!in_place)
-		for (int c = 0; c < n; c++)
-			for (size_t k = 0; c != r && k < chunk_nseg(g, c); k++)
-				ring_local(g, c, k, 1);
 	for (int s = 0; s < n - 1; s++) {
 		int cs = ring_mod(r - s, n), cr = ring_mod(r - s - 1, n);
 
 		for (size_t k = 0; k < chunk_nseg(g, cs); k++)
 			ring_send(g, cs, k, s == 0 && !in_place);
 		for (size_t k = 0; k < chunk_nseg(g, cr); k++)
-			ring_recv(g, cr, k, RING_REDUCE);
+			ring_recv(g, cr, k, in_place ? RING_REDUCE : RING_REDUCE_SEND);
 	}
 	/* Dividing the owned chunk before it is forwarded makes all ranks bit-identical. */
 	if (g->a->op == WEFT_AVG)

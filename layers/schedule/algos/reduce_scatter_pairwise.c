@@ -18,15 +18,22 @@ weft_status_t wt_sched_reduce_scatter_pairwise(const wt_sched_args_t *a, wt_sche
 	if (!block)
 		return WEFT_OK;
 	/* In place RECV is the own input block already; no step below reads that block of
-	 * SEND, so writing RECV needs no edge to the sends. */
-	if (!a->in_place)
+	 * SEND, so writing RECV needs no edge to the sends. Out of place the first receive
+	 * combines the own block of SEND with the incoming one straight into RECV. */
+	if (!a->in_place && n == 1)
 		last = wt_sched_copy(p, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_SEND, (size_t)r * block,
 				     block, 0, NULL);
 	for (int s = 1; s < n; s++) {
 		int to = (r + s) % n, from = (r - s + n) % n, prev = last;
 
 		wt_sched_send(p, to, WT_SCHED_BUF_SEND, (size_t)to * block, block, 0, NULL);
-		last = wt_sched_recv_reduce(p, from, WT_SCHED_BUF_RECV, 0, block, prev >= 0, &prev);
+		if (s == 1 && !a->in_place)
+			last = wt_sched_recv_reduce_from(p, from, WT_SCHED_BUF_RECV, 0,
+							 WT_SCHED_BUF_SEND, (size_t)r * block,
+							 block, 0, NULL);
+		else
+			last = wt_sched_recv_reduce(p, from, WT_SCHED_BUF_RECV, 0, block, prev >= 0,
+						    &prev);
 	}
 	if (a->op == WEFT_AVG && n > 1)
 		wt_sched_div(p, WT_SCHED_BUF_RECV, 0, block, last >= 0, &last);

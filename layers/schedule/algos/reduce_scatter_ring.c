@@ -81,13 +81,21 @@ static void rsr_recv(rsr_t *g, int s, size_t k)
 	size_t off, len = seg_len(g, k);
 
 	acc_loc(g, slot, k, &buf, &off);
-	if (slot != 2 || !g->a->in_place) {
-		nd = wt_sched_haz_write_deps(h, deps, 0);
+	nd = wt_sched_haz_write_deps(h, deps, 0);
+	/* Out of place the input's bytes and the incoming ones combine in one pass; in place
+	 * (SEND and RECV overlap) a copy comes first where the accumulator is not the input. */
+	if (!g->a->in_place) {
+		v = wt_sched_recv_reduce_from(g->p, left, buf, off, WT_SCHED_BUF_SEND,
+					      (size_t)c * g->block + k * g->seg, len, nd, deps);
+		wt_sched_haz_write(h, v);
+		return;
+	}
+	if (slot != 2) {
 		v = wt_sched_copy(g->p, buf, off, WT_SCHED_BUF_SEND,
 				  (size_t)c * g->block + k * g->seg, len, nd, deps);
 		wt_sched_haz_write(h, v);
+		nd = wt_sched_haz_write_deps(h, deps, 0);
 	}
-	nd = wt_sched_haz_write_deps(h, deps, 0);
 	wt_sched_haz_write(h, wt_sched_recv_reduce(g->p, left, buf, off, len, nd, deps));
 }
 

@@ -40,14 +40,17 @@ check_dot() {
 case $case_name in
 text)
 	# Ring allreduce at 4 ranks, one segment per chunk: 2(n-1) sends, n-1 receive-reduces
-	# in the reduce-scatter, n-1 receives in the allgather, n-1 copies (not in place).
+	# in the reduce-scatter, each combining SEND's bytes with the incoming (not in place:
+	# no copy of the input first), n-1 receives in the allgather.
 	"$ws" allreduce --algo ring --ranks 4 --rank 3 --count 1000 --dtype float32 >"$out" 2>"$err" ||
 		fail "exit $?"
 	head -1 "$out" | grep -q '^plan ring allreduce count 1000' || fail "no plan header"
 	[ "$(count_type SEND)" -eq 6 ] || fail "want 6 SEND steps, got $(count_type SEND)"
 	[ "$(count_type RECV_REDUCE)" -eq 3 ] || fail "want 3 RECV_REDUCE, got $(count_type RECV_REDUCE)"
 	[ "$(count_type RECV)" -eq 3 ] || fail "want 3 RECV, got $(count_type RECV)"
-	[ "$(count_type COPY)" -eq 3 ] || fail "want 3 COPY, got $(count_type COPY)"
+	[ "$(count_type COPY)" -eq 0 ] || fail "want no COPY, got $(count_type COPY)"
+	[ "$(grep -c 'RECV_REDUCE.* = SEND\[[0-9]*\] op' "$out")" -eq 3 ] ||
+		fail "want 3 RECV_REDUCE = SEND[off] op"
 	# Suffixes: 1K elements in 4 chunks of 256 floats = 1024 bytes each.
 	"$ws" allreduce --algo ring --ranks 4 --count 1K >"$out" 2>"$err" || fail "1K: exit $?"
 	grep -q 'SEND\[0+1024\]' "$out" || fail "1K elements did not make 1024-byte chunks"

@@ -328,16 +328,20 @@ static void test_tags_out_of_order(void **state)
 
 /* Receive-with-reduce, int32 SUM and float32 MAX, at eager and rendezvous sizes (one not a
  * multiple of the data-frame or get-chunk size). */
-static void reduce_one(ct_fab_t *f, size_t count, int fl, int unexpected)
+/* from_left: the receive combines a separate left operand with the incoming data
+ * (wt_chan_reduce_t.left); the destination's own bytes must then not matter. */
+static void reduce_one(ct_fab_t *f, size_t count, int fl, int unexpected, int from_left)
 {
 	size_t len = count * 4;
 	int32_t *si = malloc(len + 4), *di = malloc(len + 4), *wi = malloc(len + 4);
+	int32_t *li = malloc(len + 4);
 	float *sf = (float *)si, *df = (float *)di, *wf = (float *)wi;
 	done_t ds = {0}, dr = {0};
 	wt_chan_reduce_t red = {
 	    .enabled = 1, .dtype = fl ? WEFT_FLOAT32 : WEFT_INT32, .op = fl ? WEFT_MAX : WEFT_SUM};
-	uint64_t tag = 77 + count;
+	uint64_t tag = 77 + count + 1000000u * (unsigned)from_left;
 
+	assert_non_null(li);
 	for (size_t i = 0; i < count; i++) {
 		if (fl) {
 			sf[i] = (float)sin((double)i) * 100.0f;
@@ -348,6 +352,11 @@ static void reduce_one(ct_fab_t *f, size_t count, int fl, int unexpected)
 			di[i] = -(int32_t)(i * 3) + 5;
 			wi[i] = si[i] + di[i];
 		}
+	}
+	if (from_left) {
+		memcpy(li, di, len);
+		memset(di, 0x7f, len);
+		red.left = li;
 	}
 	if (!unexpected)
 		post_recv1(f, 1, tag, di, len, &red, &dr, NULL);
@@ -365,6 +374,7 @@ static void reduce_one(ct_fab_t *f, size_t count, int fl, int unexpected)
 	free(si);
 	free(di);
 	free(wi);
+	free(li);
 }
 
 static void test_reduce(void **state)
@@ -374,10 +384,11 @@ static void test_reduce(void **state)
 
 	fab_open(&f, *state, EAGER);
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-		for (int fl = 0; fl < 2; fl++) {
-			reduce_one(&f, counts[i], fl, 0);
-			reduce_one(&f, counts[i], fl, 1);
-		}
+		for (int fl = 0; fl < 2; fl++)
+			for (int left = 0; left < 2; left++) {
+				reduce_one(&f, counts[i], fl, 0, left);
+				reduce_one(&f, counts[i], fl, 1, left);
+			}
 	}
 	ct_close(&f);
 }
@@ -717,6 +728,10 @@ static void test_bad_args(void **state)
 	struct iovec iov = {NULL, 4};
 	wt_chan_reduce_t red = {.enabled = 1, .dtype = WEFT_INT32, .op = WEFT_SUM};
 	wt_chan_reduce_t avg = {.enabled = 1, .dtype = WEFT_INT32, .op = WEFT_AVG};
+	/* streaming stores only overwrite; a left operand only combines */
+	wt_chan_reduce_t stream_red = {
+	    .enabled = 1, .stream = 1, .dtype = WEFT_INT32, .op = WEFT_SUM};
+	wt_chan_reduce_t left_copy = {.left = b + 8};
 	done_t d = {0};
 
 	fab_open(&f, *state, EAGER);
@@ -727,6 +742,10 @@ static void test_bad_args(void **state)
 	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 6, &red, on_done, &d, NULL),
 			 WEFT_ERR_INVALID_ARG);
 	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 8, &avg, on_done, &d, NULL),
+			 WEFT_ERR_INVALID_ARG);
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 8, &stream_red, on_done, &d, NULL),
+			 WEFT_ERR_INVALID_ARG);
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 8, &left_copy, on_done, &d, NULL),
 			 WEFT_ERR_INVALID_ARG);
 	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 1, &iov, 1, on_done, &d, NULL),
 			 WEFT_ERR_INVALID_ARG);

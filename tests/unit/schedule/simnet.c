@@ -28,6 +28,7 @@ typedef struct simop {
 	uint8_t *rbuf;
 	size_t len;
 	int reduce;
+	const void *left; /* combining: rbuf = left op data (NULL: rbuf op data) */
 	weft_dtype_t dtype;
 	weft_op_t op;
 	wt_sched_net_done_fn_t cb;
@@ -193,7 +194,8 @@ static weft_status_t sim_post_send(void *ctx, int peer, uint64_t tag, const void
 
 static weft_status_t sim_post_recv(void *ctx, int peer, uint64_t tag, void *buf, size_t len,
 				   unsigned flags, weft_dtype_t dtype, weft_op_t wop,
-				   wt_sched_net_done_fn_t cb, void *arg, void **handle)
+				   const void *left, wt_sched_net_done_fn_t cb, void *arg,
+				   void **handle)
 {
 	simrank_t *r = ctx;
 	int reduce = (flags & WT_SCHED_NET_REDUCE) != 0;
@@ -206,6 +208,10 @@ static weft_status_t sim_post_recv(void *ctx, int peer, uint64_t tag, void *buf,
 	/* streaming is a way of overwriting: never asked of a combining receive */
 	assert_false(reduce && (flags & WT_SCHED_NET_STREAM));
 	assert_int_equal(flags & ~(WT_SCHED_NET_REDUCE | WT_SCHED_NET_STREAM), 0);
+	/* a left operand only for a combining receive, never overlapping its destination */
+	assert_true(left == NULL || reduce);
+	assert_true(left == NULL || (const uint8_t *)left + len <= (const uint8_t *)buf ||
+		    (const uint8_t *)buf + len <= (const uint8_t *)left);
 	if (reduce) {
 		assert_true(wop != WEFT_AVG && wt_util_op_valid(wop));
 		assert_int_equal(len % wt_util_dtype_size(dtype), 0);
@@ -213,6 +219,7 @@ static weft_status_t sim_post_recv(void *ctx, int peer, uint64_t tag, void *buf,
 	op = new_op(r, K_RECV, peer, tag, len, cb, arg);
 	op->rbuf = buf;
 	op->reduce = reduce;
+	op->left = left;
 	op->dtype = dtype;
 	op->op = wop;
 	*handle = op;
@@ -463,7 +470,10 @@ static void sim_deliver(simnet_t *s, simop_t *op)
 		return;
 	}
 	op->delivered = 1;
-	if (op->len && op->reduce)
+	if (op->len && op->reduce && op->left)
+		wt_util_reduce3(op->rbuf, op->left, data, op->len / wt_util_dtype_size(op->dtype),
+				op->dtype, op->op);
+	else if (op->len && op->reduce)
 		wt_util_reduce(op->rbuf, data, op->len / wt_util_dtype_size(op->dtype), op->dtype,
 			       op->op);
 	else if (op->len)

@@ -167,6 +167,17 @@ static void bad_reduce_overlap(wt_sched_plan_t *p)
 	wt_sched_reduce(p, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_RECV, 4, 8, 0, NULL);
 }
 
+/* A receive combining a source into its own buffer, or reading past the source's end. */
+static void bad_recv_from_self(wt_sched_plan_t *p)
+{
+	wt_sched_recv_reduce_from(p, 1, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_RECV, 8, 8, 0, NULL);
+}
+
+static void bad_recv_from_range(wt_sched_plan_t *p)
+{
+	wt_sched_recv_reduce_from(p, 1, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_SEND, 60, 8, 0, NULL);
+}
+
 static void bad_partial_element(wt_sched_plan_t *p)
 {
 	wt_sched_recv_reduce(p, 1, WT_SCHED_BUF_RECV, 0, 6, 0, NULL);
@@ -212,7 +223,8 @@ static void test_finalize_rejects(void **state)
 	    bad_copy_into_send,	 bad_div_send,	    bad_dep_self,
 	    bad_dep_negative,	 bad_dep_list,	    bad_peer,
 	    bad_peer_self,	 bad_scratch_range, bad_reduce_overlap,
-	    bad_partial_element, bad_buffer_id,
+	    bad_partial_element, bad_buffer_id,	    bad_recv_from_self,
+	    bad_recv_from_range,
 	};
 	wt_sched_args_t a = args_of(16, 0, 4, 0), ip = args_of(16, 0, 4, 1), bad_args = a;
 
@@ -228,6 +240,12 @@ static void test_finalize_rejects(void **state)
 		wt_sched_plan_t *p = wt_sched_plan_new(&ip);
 
 		wt_sched_send(p, 1, WT_SCHED_BUF_SEND, 0, 8, 0, NULL);
+		assert_int_equal(wt_sched_plan_finalize(p), WEFT_OK);
+		wt_sched_plan_unref(p);
+		/* the same receive from SEND's last 8 bytes is fine */
+		p = wt_sched_plan_new(&a);
+		wt_sched_recv_reduce_from(p, 1, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_SEND, 56, 8, 0,
+					  NULL);
 		assert_int_equal(wt_sched_plan_finalize(p), WEFT_OK);
 		wt_sched_plan_unref(p);
 		p = wt_sched_plan_new(&ip);

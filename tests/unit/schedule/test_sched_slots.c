@@ -1029,11 +1029,11 @@ static weft_status_t sp_send(void *ctx, int peer, uint64_t tag, const void *buf,
 }
 
 static weft_status_t sp_recv(void *ctx, int peer, uint64_t tag, void *buf, size_t len,
-			     unsigned reduce, weft_dtype_t dtype, weft_op_t op,
+			     unsigned reduce, weft_dtype_t dtype, weft_op_t op, const void *left,
 			     wt_sched_net_done_fn_t cb, void *arg, void **handle)
 {
 	(void)ctx, (void)peer, (void)tag, (void)buf, (void)len, (void)reduce, (void)dtype;
-	(void)op, (void)cb, (void)arg, (void)handle;
+	(void)op, (void)left, (void)cb, (void)arg, (void)handle;
 	return WEFT_ERR_UNSUPPORTED;
 }
 
