@@ -698,12 +698,6 @@ static int tx_room(wt_link_t *l, int peer, uint64_t head, uint64_t need)
  * a 1 MiB allgather). Rings that carry large messages are populated in one call the first time
  * they do; rings that only ever see small frames stay lazily mapped. Failure (kernels before
  * 5.14) only means the faults come one by one as before. */
-static void ring_warm(uint8_t *data, int *warm, int advice)
-{
-	*warm = 1;
-	(void)madvise(data, WT_SHM_RING_CAP, advice);
-}
-
 /* How far into a ring the producer writes before it goes back to the start. The whole
  * ring is the most a producer may run ahead, but a head that walks all of it touches
  * 4 MiB of lines per direction and peer before reusing one, so with several rings the
@@ -721,6 +715,14 @@ _Static_assert(SHM_HOT_PEERS >= 2 * ((uint64_t)WT_SHM_MAX_FRAME + WT_SHM_REC_HDR
 static uint64_t hot_window(const wt_link_t *l)
 {
 	return l->nactive <= 1 ? SHM_HOT_ONE_PEER : SHM_HOT_PEERS;
+}
+
+/* Only the largest hot window is ever written (a frame starting inside it ends inside
+ * it: the static check above), so only it is backed: 2 of the ring's 4 MiB. */
+static void ring_warm(uint8_t *data, int *warm, int advice)
+{
+	*warm = 1;
+	(void)madvise(data, SHM_HOT_ONE_PEER, advice);
 }
 
 static void tx_copy(uint8_t *dst, const struct iovec *iov, int iovcnt)
