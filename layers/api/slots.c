@@ -90,8 +90,9 @@ static void attach(weft_comm_t *comm, int region, uint64_t base)
 	wt_api_ctx_t *ctx = comm->ctx;
 
 	wt_sched_slot_reset(comm->slot_regions[comm->rank], WT_API_SLOT_REGION, base);
-	/* The small ring's first lap would otherwise fault in a page of each peer's ring per
-	 * call (32 calls of a few microseconds each). */
+	/* The rings' first laps would otherwise fault in the pages of each peer's slots call
+	 * by call (each slot of the large ring up to 64 pages per peer, a few ms in all per
+	 * call at 4 ranks). */
 	for (int r = 0; r < comm->size; r++)
 		if (r != comm->rank)
 			(void)wt_sched_slot_touch(comm->slot_regions[r], WT_API_SLOT_REGION);

@@ -50,10 +50,11 @@ size_t wt_sched_slot_capacity(size_t region_bytes);
 /* Bytes one slot of its small ring holds (0: the region has none). */
 size_t wt_sched_slot_small_capacity(size_t region_bytes);
 /* Start a region afresh for a new communicator: its calls will be numbered above base, which
- * must exceed every seq the region was used with before. Only the owner calls it. */
+ * must exceed every seq the region was used with before. Only the owner calls it, and only
+ * while no peer reads the region (it writes every page, so none is faulted in later). */
 void wt_sched_slot_reset(void *region, size_t region_bytes, uint64_t base);
-/* Read every page of a peer's small ring once, so that its first calls take no page
- * faults here (returns what it read, for the compiler's sake). */
+/* Read every page of a peer's region once, so that its first calls take no page faults
+ * here (returns what it read, for the compiler's sake). */
 uint64_t wt_sched_slot_touch(const void *region, size_t region_bytes);
 /* The highest seq a region's words hold (what a new base must exceed). */
 uint64_t wt_sched_slot_high_water(const void *region, size_t region_bytes);

@@ -5,6 +5,8 @@
  * still reads); a peer failing during a wait; cancellation; the plan checks that refuse broken slot
  * plans; and selection by the cost model and WEFT_ALGO. */
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -1395,6 +1397,58 @@ static void test_selection(void **state)
 	}
 }
 
+/* Pages of the len bytes at p (page aligned) that are mapped in this process's page tables
+ * (/proc/self/pagemap's present bit: per mapping, unlike mincore, which for a shared file
+ * says only whether the page cache holds the page). */
+static size_t mapped_pages(const void *p, size_t len)
+{
+	size_t n = (len + 4095) / 4096, in = 0;
+	uint64_t *v = calloc(n, sizeof(*v));
+	FILE *f = fopen("/proc/self/pagemap", "rb");
+
+	assert_non_null(v);
+	assert_non_null(f);
+	assert_int_equal(fseek(f, (long)((uintptr_t)p / 4096 * sizeof(uint64_t)), SEEK_SET), 0);
+	assert_int_equal(fread(v, sizeof(*v), n, f), n);
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		in += (size_t)(v[i] >> 63);
+	free(v);
+	return in;
+}
+
+/* Resetting a region writes every page of it, and touching a peer's reads every page of
+ * the peer's mapping, so no call's first lap through the slots takes page faults: checked
+ * on a memfd mapped twice (the owner's mapping and a read-only one, as a peer's), with the
+ * region starting a few lines into its first page as the API staggers them. */
+static void test_region_warm(void **state)
+{
+	size_t stagger = 3 * 64, len = BIG_REGION + stagger + 4096;
+	size_t pages = (len + 4095) / 4096;
+	int fd = memfd_create("slots-warm", 0);
+	uint8_t *own, *peer;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)len), 0);
+	own = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	peer = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(own != MAP_FAILED && peer != MAP_FAILED);
+	assert_int_equal(mapped_pages(own, len), 0);
+	wt_sched_slot_reset(own + stagger, BIG_REGION, 2);
+	/* Every page the region covers, and none past it. */
+	assert_int_equal(mapped_pages(own, len), (BIG_REGION + stagger + 4095) / 4096);
+	assert_int_equal(mapped_pages(own + (pages - 1) * 4096, 4096), 0);
+	assert_int_equal(mapped_pages(peer, len), 0);
+	(void)wt_sched_slot_touch(peer + stagger, BIG_REGION);
+	assert_int_equal(mapped_pages(peer, len), (BIG_REGION + stagger + 4095) / 4096);
+	/* The words reset set are as before: calls numbered above 2. */
+	assert_int_equal(wt_sched_slot_high_water(peer + stagger, BIG_REGION), 2);
+	munmap(own, len);
+	munmap(peer, len);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1415,6 +1469,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_small_ring),
 	    cmocka_unit_test(test_root_runs_ahead),
 	    cmocka_unit_test(test_calls_differ),
+	    cmocka_unit_test(test_region_warm),
 	};
 
 	if (argc > 1)
