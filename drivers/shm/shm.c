@@ -73,11 +73,11 @@ struct shm_peer {
 	/* Receive: the peer's ring inside our segment. */
 	struct wt_shm_ring_ctl *rx_ctl;
 	uint8_t *rx_data;
-	uint64_t rx_tail;	/* consumed (delivered) up to here */
-	uint64_t rx_tail_pub;	/* published to the producer up to here */
+	uint64_t rx_tail;	   /* consumed (delivered) up to here */
+	uint64_t rx_tail_pub;	   /* published to the producer up to here */
 	uint64_t tx_warm, rx_warm; /* bytes of the ring populated (see ring_warm) */
-	const uint8_t *slot;	/* its slot area, mapped read only */
-	struct shm_umap *umaps; /* its weft_mem regions we mapped (SHM_UMAPS), or NULL */
+	const uint8_t *slot;	   /* its slot area, mapped read only */
+	struct shm_umap *umaps;	   /* its weft_mem regions we mapped (SHM_UMAPS), or NULL */
 	uint64_t umap_tick;
 	uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
 };

@@ -17,7 +17,7 @@
 #define WT_SHM_WRAP 0xffffffffu /* length that means "continue at ring start" */
 /* After the rings: the slot area (WT_LINK_CAP_SLOTS) peers map read only. Pages are only
  * backed once written, so the size costs address space, not memory. */
-#define WT_SHM_SLOT_BYTES (84u << 20)
+#define WT_SHM_SLOT_BYTES (273u << 20) /* 64 regions of the API's (4363 KiB apart) */
 #define WT_SHM_MAGIC "WEFTSHM1"
 #define WT_SHM_VERSION 2u
 #define WT_SHM_BLOB_MAGIC 0x4d485357u /* "WSHM" */

@@ -147,6 +147,7 @@ struct weft_comm {
 	void **slot_regions;
 	uint64_t slot_seq[2]; /* the large ring's, the small ring's */
 	size_t slot_bytes;
+	size_t slot_warm; /* bytes of every member's large slots warmed here (see net_slots) */
 	/* request.c: the last WT_API_MEMO plans picked and their args (the memo holds a
 	 * reference to each), so loops of a few shapes (a gradient allreduce and a barrier, a
 	 * timed loop and its reduction of the times) skip the cost model and the cache's

@@ -161,6 +161,16 @@ static weft_status_t net_slots(void *nctx, wt_sched_slots_t *out)
 	out->seq = ++comm->slot_seq[out->small ? 1 : 0];
 	out->region = comm->slot_regions;
 	out->region_bytes = WT_API_SLOT_REGION;
+	/* The first call that reaches further into the large slots than any before warms the
+	 * rest of ours (no call of this communicator has written there, and none runs now: we
+	 * hold the lock every slot plan starts and progresses under) and reads the peers'
+	 * once, as the creation did for the first 256 KiB. */
+	if (!out->small && out->extent > comm->slot_warm) {
+		for (int r = 0; r < comm->size; r++)
+			(void)wt_sched_slot_warm(comm->slot_regions[r], WT_API_SLOT_REGION,
+						 comm->slot_warm, out->extent, r == comm->rank);
+		comm->slot_warm = out->extent;
+	}
 	return WEFT_OK;
 }
 

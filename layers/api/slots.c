@@ -89,16 +89,27 @@ static void attach(weft_comm_t *comm, int region, uint64_t base)
 {
 	wt_api_ctx_t *ctx = comm->ctx;
 
-	wt_sched_slot_reset(comm->slot_regions[comm->rank], WT_API_SLOT_REGION, base);
-	/* The rings' first laps would otherwise fault in the pages of each peer's slots call
-	 * by call (each slot of the large ring up to 64 pages per peer, a few ms in all per
+	size_t cap = wt_sched_slot_capacity(WT_API_SLOT_REGION);
+
+	/* With a core per rank the message algorithms pipeline large calls and the slots do
+	 * not: the whole slot only where ranks share cores (every rank of the host sees the same
+	 * counts, so the members agree). */
+	comm->slot_bytes =
+	    ctx->oversubscribed || cap < WT_SCHED_SLOT_CORE_BYTES ? cap : WT_SCHED_SLOT_CORE_BYTES;
+	/* What calls of up to 256 KiB touch is warmed now, the rest of a slot the first time a
+	 * call needs it (net_slots): the rings' first laps would otherwise fault in the pages
+	 * of each slot call by call (up to 64 pages per peer and 256 KiB, a few ms in all per
 	 * call at 4 ranks). */
+	comm->slot_warm = comm->slot_bytes < WT_SCHED_SLOT_CORE_BYTES ? comm->slot_bytes
+								      : WT_SCHED_SLOT_CORE_BYTES;
+	wt_sched_slot_reset(comm->slot_regions[comm->rank], WT_API_SLOT_REGION, base,
+			    comm->slot_warm);
 	for (int r = 0; r < comm->size; r++)
 		if (r != comm->rank)
-			(void)wt_sched_slot_touch(comm->slot_regions[r], WT_API_SLOT_REGION);
+			(void)wt_sched_slot_touch(comm->slot_regions[r], WT_API_SLOT_REGION,
+						  comm->slot_warm);
 	comm->slot_region = region;
 	comm->slot_seq[0] = comm->slot_seq[1] = base;
-	comm->slot_bytes = wt_sched_slot_capacity(WT_API_SLOT_REGION);
 	ctx->slot_used |= region_bit(region);
 	/* A member that already waits for our first release finds it now. */
 	wt_chan_slot_wake(ctx->chan, comm->world, comm->size);

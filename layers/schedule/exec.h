@@ -28,6 +28,9 @@ typedef struct {
 	 * whose regions have one (wt_sched_slot_small_capacity > 0) numbers the calls of each
 	 * ring in a sequence of its own; otherwise it ignores the field. */
 	int small;
+	/* Set by the executor before it calls slots: how many bytes of a slot the plan touches
+	 * (the view's slot_extent), so the network can warm what no call used before. */
+	size_t extent;
 } wt_sched_slots_t;
 
 /* A region (the executor's layout, exec.c) holds two rings of slots. The large one has
@@ -41,21 +44,33 @@ typedef struct {
  * contribution and its flag cross together), and the last seq of slot b's calls whose peer
  * slots the owner has finished reading (done[b]). Regions must be 64-byte aligned. */
 #define WT_SCHED_SLOT_DEPTH 4
-/* The region a communicator of one host gets (the API cuts its slot areas into these, and
- * weft-sched --slots models one): 1 MiB + 4 KiB for the large ring, whose slots then hold a
- * 256 KiB call, and 259 KiB for the small ring of 32 slots of 8 KiB + 64. */
-#define WT_SCHED_SLOT_REGION ((size_t)(1024 + 4 + 259) * 1024)
+/* The region a communicator of one host gets (the API cuts its slot areas into these):
+ * 4 MiB + 4 KiB for the large ring, whose slots then hold a 1 MiB call, and 259 KiB for
+ * the small ring of 32 slots of 8 KiB + 64. */
+#define WT_SCHED_SLOT_REGION ((size_t)(4096 + 4 + 259) * 1024)
+/* How much of a large slot a communicator uses on a host with a core per rank (what the
+ * slots of 1 MiB + 4 KiB rings held, a 256 KiB call included; weft-sched --slots models
+ * it): above it the message algorithms pipeline and the slots do not. With more local ranks
+ * than cores the API offers the whole slot (4 ranks on 2 cores, alternating runs: 2 and 4
+ * MiB allgather 420-612 / 0.9-1.55 ms by messages, 200-220 / 611-686 us through slots). */
+#define WT_SCHED_SLOT_CORE_BYTES ((size_t)263264)
 /* Bytes one slot of the large ring of a region of region_bytes holds (0 if too small). */
 size_t wt_sched_slot_capacity(size_t region_bytes);
 /* Bytes one slot of its small ring holds (0: the region has none). */
 size_t wt_sched_slot_small_capacity(size_t region_bytes);
 /* Start a region afresh for a new communicator: its calls will be numbered above base, which
  * must exceed every seq the region was used with before. Only the owner calls it, and only
- * while no peer reads the region (it writes every page, so none is faulted in later). */
-void wt_sched_slot_reset(void *region, size_t region_bytes, uint64_t base);
-/* Read every page of a peer's region once, so that its first calls take no page faults
- * here (returns what it read, for the compiler's sake). */
-uint64_t wt_sched_slot_touch(const void *region, size_t region_bytes);
+ * while no peer reads the region. It writes every page of the small ring and of the first
+ * `warm` bytes of each large slot, so their first calls take no page faults. */
+void wt_sched_slot_reset(void *region, size_t region_bytes, uint64_t base, size_t warm);
+/* Read every page of a peer's small ring and of the first `warm` bytes of its large slots
+ * once, so that its first calls take no page faults here (returns what it read, for the
+ * compiler's sake). */
+uint64_t wt_sched_slot_touch(const void *region, size_t region_bytes, size_t warm);
+/* Bytes [from, to) of every large slot of a region, page by page: written (zeros; only the
+ * owner, and only bytes no call has used since the reset) or read (any rank). The network
+ * calls it when a plan's extent first passes what was warmed. */
+uint64_t wt_sched_slot_warm(void *region, size_t region_bytes, size_t from, size_t to, int write);
 /* The highest seq a region's words hold (what a new base must exceed). */
 uint64_t wt_sched_slot_high_water(const void *region, size_t region_bytes);
 /* 1 if the owner of peer_region has released everything the owner of own_region published

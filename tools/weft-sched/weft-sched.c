@@ -16,9 +16,10 @@
 
 #define MAX_RANKS (1 << 20) /* message keys pack two ranks in 20 bits each */
 #define DOT_MAX_RANKS 512
-/* --slots without a size: what a communicator of one host gets (as the library cuts its
- * slot areas). */
-#define DEFAULT_SLOT_REGION WT_SCHED_SLOT_REGION /* the API's */
+/* --slots without a size: what a communicator of one host with a core per rank gets (with
+ * more local ranks than cores the library offers the whole slot of its regions,
+ * wt_sched_slot_capacity(WT_SCHED_SLOT_REGION)). */
+#define DEFAULT_SLOT_BYTES WT_SCHED_SLOT_CORE_BYTES
 
 typedef struct {
 	wt_sched_args_t a;
@@ -56,7 +57,7 @@ static void usage(FILE *out)
 	    "  --simulate         estimated time under the alpha-beta-gamma model\n"
 	    "  --list             collectives and their algorithms\n"
 	    "  -h, --help         this text\n",
-	    WT_SCHED_DEFAULT_SEG_BYTES, wt_sched_slot_capacity(DEFAULT_SLOT_REGION));
+	    WT_SCHED_DEFAULT_SEG_BYTES, DEFAULT_SLOT_BYTES);
 }
 
 static int bad(const char *fmt, const char *what)
@@ -239,7 +240,7 @@ static int parse_opt(opts_t *o, int c, const char *v, int *peer_set)
 		return o->a.compress < 0 ? bad("unknown --compress '%s' (none, bf16, fp16)", v)
 					 : -1;
 	case O_SLOTS:
-		o->a.slot_bytes = wt_sched_slot_capacity(DEFAULT_SLOT_REGION);
+		o->a.slot_bytes = DEFAULT_SLOT_BYTES;
 		return v && (parse_size(v, &o->a.slot_bytes) || !o->a.slot_bytes)
 			   ? bad("bad --slots '%s'", v)
 			   : -1;
@@ -301,7 +302,7 @@ static int parse_args(opts_t *o, int argc, char **argv)
 	o->a.coll = (wt_sched_coll_t)coll;
 	if (o->algo && (strcasecmp(o->algo, "slots") == 0 || strcasecmp(o->algo, "direct") == 0) &&
 	    !o->a.slot_bytes)
-		o->a.slot_bytes = wt_sched_slot_capacity(DEFAULT_SLOT_REGION);
+		o->a.slot_bytes = DEFAULT_SLOT_BYTES;
 	if (o->algo && strcasecmp(o->algo, "direct") == 0)
 		o->a.mem = 1;
 	if (!peer_set)

@@ -349,7 +349,7 @@ void simnet_enable_slots(simnet_t *s, size_t region_bytes, uint64_t base)
 		assert_non_null(s->regions[i]);
 		/* Garbage where the slots are: nothing may read a slot before it is published. */
 		memset(s->regions[i], 0xdb, region_bytes);
-		wt_sched_slot_reset(s->regions[i], region_bytes, base);
+		wt_sched_slot_reset(s->regions[i], region_bytes, base, 0);
 		r->slot_seq[0] = r->slot_seq[1] = base;
 		r->net.slots = sim_slots;
 		r->net.post_wait = sim_post_wait;

@@ -1175,7 +1175,7 @@ static void test_inline_spin(void **state)
 	(void)state;
 	for (int r = 0; r < 2; r++) {
 		sn.regions[r] = st_alloc(REGION);
-		wt_sched_slot_reset(sn.regions[r], REGION, 1);
+		wt_sched_slot_reset(sn.regions[r], REGION, 1, 0);
 	}
 	/* A: met while spinning */
 	spin_setup(&sn, &rk[0], 0, 4000000000u);
@@ -1299,7 +1299,7 @@ static void test_kept(void **state)
 	(void)state;
 	for (int r = 0; r < 2; r++) {
 		sn.regions[r] = st_alloc(REGION);
-		wt_sched_slot_reset(sn.regions[r], REGION, 1);
+		wt_sched_slot_reset(sn.regions[r], REGION, 1, 0);
 	}
 	for (size_t k = 0; k < sizeof(seq) / sizeof(seq[0]); k++) {
 		memset(sn.done, 0, sizeof(sn.done));
@@ -1417,32 +1417,64 @@ static size_t mapped_pages(const void *p, size_t len)
 	return in;
 }
 
-/* Resetting a region writes every page of it, and touching a peer's reads every page of
- * the peer's mapping, so no call's first lap through the slots takes page faults: checked
- * on a memfd mapped twice (the owner's mapping and a read-only one, as a peer's), with the
- * region starting a few lines into its first page as the API staggers them. */
+/* Resetting a region writes every page of its small ring and of the first bytes of each
+ * large slot it is told to warm, touching a peer's reads them, and warming more later maps
+ * the rest, without writing any byte outside the range (a page may hold bytes in use): on a
+ * memfd mapped twice (the owner's mapping and a read-only one, as a peer's), the region
+ * starting a few lines into its first page as the API staggers them. */
 static void test_region_warm(void **state)
 {
 	size_t stagger = 3 * 64, len = BIG_REGION + stagger + 4096;
-	size_t pages = (len + 4095) / 4096;
+	size_t pages = (len + 4095) / 4096, all = (BIG_REGION + stagger + 4095) / 4096;
+	size_t cap = wt_sched_slot_capacity(BIG_REGION), part = WT_SCHED_SLOT_CORE_BYTES;
 	int fd = memfd_create("slots-warm", 0);
-	uint8_t *own, *peer;
+	uint8_t *own, *peer, *r;
+	size_t first, marked = 0;
 
 	(void)state;
+	assert_true(cap > part + 8192);
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, (off_t)len), 0);
 	own = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	peer = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	assert_true(own != MAP_FAILED && peer != MAP_FAILED);
+	r = own + stagger;
 	assert_int_equal(mapped_pages(own, len), 0);
-	wt_sched_slot_reset(own + stagger, BIG_REGION, 2);
-	/* Every page the region covers, and none past it. */
-	assert_int_equal(mapped_pages(own, len), (BIG_REGION + stagger + 4095) / 4096);
+	wt_sched_slot_reset(r, BIG_REGION, 2, part);
+	/* Part of the region: four slots' worth of pages past `part` are not. */
+	first = mapped_pages(own, len);
+	assert_true(first <= all - 4 * ((cap - part) / 4096 - 1));
+	assert_true(first > 4 * (part / 4096));
 	assert_int_equal(mapped_pages(own + (pages - 1) * 4096, 4096), 0);
-	assert_int_equal(mapped_pages(peer, len), 0);
-	(void)wt_sched_slot_touch(peer + stagger, BIG_REGION);
-	assert_int_equal(mapped_pages(peer, len), (BIG_REGION + stagger + 4095) / 4096);
-	/* The words reset set are as before: calls numbered above 2. */
+	(void)wt_sched_slot_touch(peer + stagger, BIG_REGION, part);
+	assert_int_equal(mapped_pages(peer, len), first);
+	/* Mark every byte the warm-up must not write: all but the slots' bytes from part on. */
+	memset(r, 0x5a, BIG_REGION);
+	wt_sched_slot_reset(r, BIG_REGION, 2, part); /* the words again */
+	(void)wt_sched_slot_warm(r, BIG_REGION, part, cap + 4096, 1);
+	assert_int_equal(mapped_pages(own, len), all);
+	(void)wt_sched_slot_warm(peer + stagger, BIG_REGION, part, cap, 0);
+	assert_int_equal(mapped_pages(peer, len), all);
+	/* It wrote zeros at the first byte of the range and at page starts after it: four
+	 * slots, each (cap - part) bytes from `part` on, and nothing in between. */
+	for (size_t i = 0; i < BIG_REGION; i++)
+		marked += r[i] == 0x5a;
+	{
+		size_t zeros = BIG_REGION - marked, expect_min = 4 * ((cap - part) / 4096);
+		size_t reset_zeros = 0;
+		uint8_t *copy = aligned_alloc(64, BIG_REGION);
+
+		assert_non_null(copy);
+		/* What the reset alone zeroes (its words and page starts), for comparison. */
+		memset(copy, 0x5a, BIG_REGION);
+		wt_sched_slot_reset(copy, BIG_REGION, 2, part);
+		for (size_t i = 0; i < BIG_REGION; i++)
+			reset_zeros += copy[i] != 0x5a;
+		free(copy);
+		assert_true(zeros - reset_zeros >= expect_min);
+		assert_true(zeros - reset_zeros <= expect_min + 8);
+	}
+	/* The words the reset set are as before: calls numbered above 2. */
 	assert_int_equal(wt_sched_slot_high_water(peer + stagger, BIG_REGION), 2);
 	munmap(own, len);
 	munmap(peer, len);
