@@ -13,6 +13,8 @@
 #define PERF_MAX_ASYNC 1024
 #define PERF_TAG 0x7e47
 
+#define PERF_MAX_BANDS 16
+
 struct opts {
 	bool colls[PERF_COLL_COUNT];
 	size_t min_bytes, max_bytes, step_bytes;
@@ -24,7 +26,12 @@ struct opts {
 	int op;
 	const char *json, *csv, *svg;
 	int corrupt_rank; /* WEFT_PERF_CORRUPT (tests only); -1: none */
-	bool reg;	  /* -R 1: buffers from weft_mem_alloc */
+	/* --iters-by-size: sizes up to limit[i] (nominal bytes; 0: any) run iters[i] timed
+	 * calls after warmup[i]; nbands 0: -n and -w for every size */
+	int nbands;
+	size_t band_limit[PERF_MAX_BANDS];
+	int band_iters[PERF_MAX_BANDS], band_warmup[PERF_MAX_BANDS];
+	bool reg; /* -R 1: buffers from weft_mem_alloc */
 };
 
 /* One collective at one size: the buffers of every in-flight slot and how to post it. */
@@ -59,6 +66,12 @@ static void usage(FILE *f, const char *prog)
 	    "  -i, --stepbytes N      add N bytes each step instead (with -f 1)\n"
 	    "  -n, --iters N          timed iterations per size (default 20)\n"
 	    "  -w, --warmup_iters N   untimed iterations first (default 5)\n"
+	    "  -N, --iters-by-size L:N:W,...\n"
+	    "                         per size instead of -n and -w: sizes up to L bytes (K/M/G\n"
+	    "                         suffixes; 0 = any size) run N timed iterations after W\n"
+	    "                         untimed ones, the first band that holds the size applies\n"
+	    "                         and the last one serves larger sizes (as bench/compare's\n"
+	    "                         MPI and gloo runs do, e.g. 256K:20:5,4M:10:2,0:4:1)\n"
 	    "  -c, --check 0|1        check every element of every rank's result (default 1)\n"
 	    "  -d, --datatype T       float half bfloat16 double int8 uint8 int32 uint32 int64\n"
 	    "                         uint64 (also float32 float16 float64), or all (default "
@@ -165,6 +178,7 @@ static const struct option long_opts[] = {
     {"stepbytes", required_argument, NULL, 'i'},
     {"iters", required_argument, NULL, 'n'},
     {"warmup_iters", required_argument, NULL, 'w'},
+    {"iters-by-size", required_argument, NULL, 'N'},
     {"check", required_argument, NULL, 'c'},
     {"datatype", required_argument, NULL, 'd'},
     {"op", required_argument, NULL, 'o'},
@@ -177,6 +191,44 @@ static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/* "L:N:W,..." into o's bands; false on anything malformed. */
+static bool parse_bands(const char *arg, struct opts *o)
+{
+	char buf[512], *save = NULL, *tok;
+
+	if (strlen(arg) >= sizeof(buf))
+		return false;
+	strcpy(buf, arg);
+	o->nbands = 0;
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		char *c1 = strchr(tok, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		int i = o->nbands;
+
+		if (i == PERF_MAX_BANDS || c1 == NULL || c2 == NULL)
+			return false;
+		*c1 = *c2 = '\0';
+		if (!parse_size(tok, &o->band_limit[i]) ||
+		    !parse_int(c1 + 1, 1, 1 << 30, &o->band_iters[i]) ||
+		    !parse_int(c2 + 1, 0, 1 << 30, &o->band_warmup[i]))
+			return false;
+		o->nbands++;
+	}
+	return o->nbands > 0;
+}
+
+/* The timed and untimed iterations for a sweep size (nominal bytes). */
+static void iters_for(const struct opts *o, size_t nominal, int *iters, int *warmup)
+{
+	*iters = o->iters;
+	*warmup = o->warmup;
+	for (int i = 0; i < o->nbands; i++) {
+		*iters = o->band_iters[i];
+		*warmup = o->band_warmup[i];
+		if (o->band_limit[i] == 0 || nominal <= o->band_limit[i])
+			return;
+	}
+}
 
 /* Returns -1 to go on, or the exit status (0 for -h, 2 for bad flags). */
 static int parse_opt(int c, const char *arg, const char *prog, struct opts *o)
@@ -201,6 +253,13 @@ static int parse_opt(int c, const char *arg, const char *prog, struct opts *o)
 	case 'w':
 		return parse_int(arg, 0, 1 << 30, &o->warmup) ? -1
 							      : bad(prog, "bad -w iters '%s'", arg);
+	case 'N':
+		return parse_bands(arg, o)
+			   ? -1
+			   : bad(prog,
+				 "bad --iters-by-size '%s' (LIMIT:ITERS:WARMUP,..., "
+				 "ITERS >= 1)",
+				 arg);
 	case 'a':
 		return parse_int(arg, 0, PERF_MAX_ASYNC, &o->async)
 			   ? -1
@@ -278,7 +337,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			   .check = true,
 			   .dtype = WEFT_FLOAT32,
 			   .op = WEFT_SUM};
-	while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:a:R:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:N:c:d:o:r:a:R:h", long_opts, NULL)) !=
+	       -1) {
 		ret = parse_opt(c, optarg, prog, o);
 		if (ret >= 0)
 			return ret;
@@ -569,15 +629,15 @@ static int measure(struct run *r, const struct opts *o, struct perf_row *row)
 			perf_coll_name(r->coll), row->bytes);
 	if (!agree(r->comm, ok))
 		return -1;
-	st = run_iters(r, o->warmup);
+	st = run_iters(r, row->warmup);
 	if (st != WEFT_OK)
 		return fail(r, st, "warm-up");
 	st = weft_barrier(r->comm, NULL);
 	if (st != WEFT_OK)
 		return fail(r, st, "barrier before");
 	t0 = now_s();
-	st = run_iters(r, o->iters);
-	avg = (now_s() - t0) / o->iters;
+	st = run_iters(r, row->iters);
+	avg = (now_s() - t0) / row->iters;
 	if (st != WEFT_OK)
 		return fail(r, st, "timed run");
 	st = weft_allreduce(&avg, &maxavg, 1, WEFT_FLOAT64, WEFT_MAX, r->comm, NULL);
@@ -687,6 +747,7 @@ static int one(struct sweep *s, enum perf_coll c, weft_dtype_t t, int op, size_t
 	if (perf_coll_has_root(c))
 		row.root = s->o->root;
 	perf_coll_counts(c, nominal, r->es, s->n, &r->count, &row.bytes);
+	iters_for(s->o, nominal, &row.iters, &row.warmup);
 	row.count = r->count;
 	buffer_shapes(r);
 	if (s->rank == 0)
@@ -793,6 +854,15 @@ static void print_head(const struct sweep *s, const struct perf_meta *m)
 	       o->min_bytes, o->max_bytes, o->factor >= 2 ? (size_t)o->factor : o->step_bytes,
 	       o->factor >= 2 ? "factor" : "bytes", o->warmup, o->iters, o->async,
 	       o->check ? 1 : 0);
+	for (int i = 0; i < o->nbands; i++) {
+		if (o->band_limit[i] == 0 || i == o->nbands - 1)
+			printf("# iterations by size: %s", i ? "larger" : "every size");
+		else
+			printf("# iterations by size: up to %zu bytes", o->band_limit[i]);
+		printf(": warmup iters: %d iters: %d\n", o->band_warmup[i], o->band_iters[i]);
+		if (o->band_limit[i] == 0)
+			break;
+	}
 }
 
 static long long print_tail(const struct sweep *s)

@@ -35,6 +35,8 @@ struct perf_row {
 	double algbw;	 /* GB/s */
 	double busbw;	 /* GB/s */
 	long long wrong; /* -1: not checked */
+	int iters;	 /* timed calls, and the untimed ones before them */
+	int warmup;
 };
 
 /* What the run was, for the JSON/CSV metadata and the plot title. */

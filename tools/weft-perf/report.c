@@ -80,9 +80,11 @@ int perf_write_json(const char *path, const struct perf_meta *m, const struct pe
 		fprintf(f,
 			"{\"collective\": \"%s\", \"size_bytes\": %zu, \"count\": %zu, "
 			"\"type\": \"%s\", \"op\": \"%s\", \"root\": %d, \"time_us\": %.3f, "
-			"\"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"wrong\": ",
+			"\"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"iters\": %d, "
+			"\"warmup_iters\": %d, \"wrong\": ",
 			perf_coll_name(w->coll), w->bytes, w->count, type_name(w),
-			perf_op_name(w->op), w->root, w->time_us, w->algbw, w->busbw);
+			perf_op_name(w->op), w->root, w->time_us, w->algbw, w->busbw, w->iters,
+			w->warmup);
 		if (w->wrong >= 0)
 			fprintf(f, "%lld}", w->wrong);
 		else
@@ -122,7 +124,8 @@ int perf_write_csv(const char *path, const struct perf_meta *m, const struct per
 			w->busbw);
 		if (w->wrong >= 0)
 			fprintf(f, "%lld", w->wrong);
-		fprintf(f, ",%d,%d,%d,%d,", m->ranks, m->iters, m->warmup, m->async);
+		/* the row's own iterations (--iters-by-size may vary them by size) */
+		fprintf(f, ",%d,%d,%d,%d,", m->ranks, w->iters, w->warmup, m->async);
 		csv_field(f, m->version);
 		fputc(',', f);
 		csv_field(f, m->host);

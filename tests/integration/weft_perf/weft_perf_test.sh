@@ -112,11 +112,38 @@ dtypes_ops_async)
 	check_table $((3 * 10 * 5 * 3))
 	check_files $((3 * 10 * 5 * 3)) 3
 	;;
+iters_by_size_n2)
+	# --iters-by-size: every row runs its band's iterations, and says so in JSON and CSV
+	# (sizes up to 512 B: 7 after 2; up to 8K: 4 after 0; larger: 3 after 1).
+	run 2 allreduce allgather -b 8 -e 64K -f 4 -c 1 --iters-by-size 512:7:2,8K:4:0,16K:3:1
+	check_table 14
+	grep -q '^# iterations by size: up to 512 bytes: warmup iters: 2 iters: 7$' "$out" ||
+		fail "the header does not list the first band"
+	grep -q '^# iterations by size: larger: warmup iters: 1 iters: 3$' "$out" ||
+		fail "the header does not list the last band"
+	python3 - "$dir" <<'PY' || fail "per-row iterations are wrong"
+import csv, json, sys
+d = sys.argv[1]
+def band(size):
+    return (7, 2) if size <= 512 else (4, 0) if size <= 8192 else (3, 1)
+j = json.load(open(d + "/r.json"))
+assert len(j["rows"]) == 14, len(j["rows"])
+for r in j["rows"]:
+    # allgather's size is the whole buffer, as nominal: the band follows the sweep's size
+    assert (r["iters"], r["warmup_iters"]) == band(r["size_bytes"]), r
+with open(d + "/r.csv", newline="") as f:
+    rows = list(csv.DictReader(f))
+for row, jr in zip(rows, j["rows"]):
+    assert (int(row["iters"]), int(row["warmup_iters"])) == (jr["iters"], jr["warmup_iters"])
+PY
+	check_files 14 2
+	;;
 bad_args)
 	for args in "" "nosuchcoll" "allreduce -b" "allreduce -b 1X" "allreduce -e -5" \
 		"allreduce -f 0" "allreduce -f 1" "allreduce -n 0" "allreduce -c 2" \
 		"allreduce -d float8" "allreduce -o xor" "allreduce -a -1" "allreduce --bogus" \
-		"allreduce -b 2M -e 1M"; do
+		"allreduce -b 2M -e 1M" "allreduce -N 1K" "allreduce -N 1K:0:1" \
+		"allreduce -N 1K:5" "allreduce -N 1K:5:-1" "allreduce -N 1X:5:1" "allreduce -N ,"; do
 		# shellcheck disable=SC2086
 		"$perf" $args >"$out" 2>"$err"
 		rc=$?
