@@ -731,7 +731,6 @@ static uint64_t hot_window(const wt_link_t *l)
 static void ring_warm(const wt_link_t *l, uint8_t *data, uint64_t *warm, int advice)
 {
 	uint64_t w = hot_window(l);
-	uint8_t sum = 0;
 
 	if (*warm >= w)
 		return;
@@ -741,10 +740,8 @@ static void ring_warm(const wt_link_t *l, uint8_t *data, uint64_t *warm, int adv
 
 		if (advice == MADV_POPULATE_WRITE)
 			__atomic_store_n(data + off, v, __ATOMIC_RELAXED);
-		sum += v;
 	}
 	*warm = w;
-	(void)sum;
 }
 
 static void tx_copy(uint8_t *dst, const struct iovec *iov, int iovcnt)

@@ -90,18 +90,17 @@ static void attach(weft_comm_t *comm, int region, uint64_t base)
 	wt_api_ctx_t *ctx = comm->ctx;
 
 	size_t cap = wt_sched_slot_capacity(WT_API_SLOT_REGION);
+	size_t core = cap < WT_SCHED_SLOT_CORE_BYTES ? cap : WT_SCHED_SLOT_CORE_BYTES;
 
 	/* With a core per rank the message algorithms pipeline large calls and the slots do
 	 * not: the whole slot only where ranks share cores (every rank of the host sees the same
 	 * counts, so the members agree). */
-	comm->slot_bytes =
-	    ctx->oversubscribed || cap < WT_SCHED_SLOT_CORE_BYTES ? cap : WT_SCHED_SLOT_CORE_BYTES;
+	comm->slot_bytes = ctx->oversubscribed ? cap : core;
 	/* What calls of up to 256 KiB touch is warmed now, the rest of a slot the first time a
 	 * call needs it (net_slots): the rings' first laps would otherwise fault in the pages
 	 * of each slot call by call (up to 64 pages per peer and 256 KiB, a few ms in all per
 	 * call at 4 ranks). */
-	comm->slot_warm = comm->slot_bytes < WT_SCHED_SLOT_CORE_BYTES ? comm->slot_bytes
-								      : WT_SCHED_SLOT_CORE_BYTES;
+	comm->slot_warm = core;
 	wt_sched_slot_reset(comm->slot_regions[comm->rank], WT_API_SLOT_REGION, base,
 			    comm->slot_warm);
 	for (int r = 0; r < comm->size; r++)

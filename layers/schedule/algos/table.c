@@ -175,6 +175,18 @@ static double slot_flags(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 	return c->alpha * (WT_SCHED_SLOT_ALPHA + WT_SCHED_SLOT_ALPHA_PEER * (a->size - 1));
 }
 
+/* The share of a pass's cost that a byte read out of a peer's slot costs (0 means 1). */
+static double read_share(const wt_sched_cost_t *c)
+{
+	return c->slot_read > 0 ? c->slot_read : 1;
+}
+
+/* Whether the call can go through the slots: they exist and hold what a rank publishes. */
+static int slot_fits(const wt_sched_args_t *a, double publish)
+{
+	return a->slot_bytes != 0 && publish <= (double)a->slot_bytes;
+}
+
 /* Shared slots (slots.c): no message at all, one round of flags; bytes are copied once
  * into the slot and read once out of each slot read, priced like the other passes over
  * memory (gamma; reads at cost->slot_read of it). Infinite where the slots are missing or
@@ -182,10 +194,9 @@ static double slot_flags(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 static double slot_cost(const wt_sched_args_t *a, const wt_sched_cost_t *c, double publish,
 			double read)
 {
-	if (a->slot_bytes == 0 || publish > (double)a->slot_bytes)
+	if (!slot_fits(a, publish))
 		return HUGE_VAL;
-	return slot_flags(a, c) +
-	       (publish + read * (c->slot_read > 0 ? c->slot_read : 1)) * c->gamma;
+	return slot_flags(a, c) + (publish + read * read_share(c)) * c->gamma;
 }
 
 static double c_ar_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
@@ -230,9 +241,9 @@ static double c_bc_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 {
 	double m = elem_bytes(a);
 
-	if (a->slot_bytes == 0 || m > (double)a->slot_bytes)
+	if (!slot_fits(a, m))
 		return HUGE_VAL;
-	return slot_flags(a, c) + m * c->beta * (c->slot_read > 0 ? c->slot_read : 1);
+	return slot_flags(a, c) + m * c->beta * read_share(c);
 }
 
 static double c_rd_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
