@@ -1374,6 +1374,20 @@ static void test_selection(void **state)
 				assert_string_not_equal(chosen(colls[ci], 1 << 20, n, cap, NULL),
 							"slots");
 		}
+	/* A broadcast takes the slots whenever it fits them, with the shm cost and slots of
+	 * the API's core-per-rank size (priced as one message's bytes without its alpha), and
+	 * the message path one element past: 64 KiB and 256 KiB at 2, 4 and 8 ranks. */
+	for (int n = 2; n <= 8; n *= 2) {
+		size_t most = WT_SCHED_SLOT_CORE_BYTES / 4;
+
+		assert_string_equal(
+		    chosen(WT_COLL_BROADCAST, 16384, n, WT_SCHED_SLOT_CORE_BYTES, NULL), "slots");
+		assert_string_equal(
+		    chosen(WT_COLL_BROADCAST, most, n, WT_SCHED_SLOT_CORE_BYTES, NULL), "slots");
+		assert_string_not_equal(
+		    chosen(WT_COLL_BROADCAST, most + 1, n, WT_SCHED_SLOT_CORE_BYTES, NULL),
+		    "slots");
+	}
 	/* forcing without slots is the caller's error, reported by the build */
 	{
 		wt_sched_args_t a =
