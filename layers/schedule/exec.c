@@ -71,6 +71,7 @@ struct wt_sched_exec {
 	int published; /* our PUT published them */
 	uint8_t *bounce;
 	size_t bounce_len;
+	void **fan; /* a PEER_REDUCE_OUT's destinations, size entries (NULL until one runs) */
 
 	uint32_t *pending;
 	uint32_t *ready;
@@ -578,19 +579,25 @@ static int step_waits(const wt_sched_step_t *s)
 /* ---- peers' buffers ---- */
 
 /* What peer published of its buffer `which` (SEND or RECV), checked to hold [off, +len). */
-static weft_status_t peer_desc(wt_sched_exec_t *ex, const wt_sched_step_t *s, unsigned which,
-			       size_t off, size_t len, wt_util_umem_desc_t *d)
+static weft_status_t peer_desc_of(wt_sched_exec_t *ex, const wt_sched_step_t *s, int peer,
+				  unsigned which, size_t off, size_t len, wt_util_umem_desc_t *d)
 {
-	memcpy(d, slot_data(ex, s->peer, which * sizeof(*d)), sizeof(*d));
+	memcpy(d, slot_data(ex, peer, which * sizeof(*d)), sizeof(*d));
 	if (off <= d->len && len <= d->len - off)
 		return WEFT_OK;
 	exec_set_error(ex, WEFT_ERR_MISMATCH,
 		       "%s: rank %d's %s holds %llu bytes in slot call %llu, the plan needs "
 		       "[%zu+%zu] (do the ranks' counts differ?)",
-		       wt_sched_step_type_name(s->type), (int)s->peer,
+		       wt_sched_step_type_name(s->type), peer,
 		       wt_sched_buf_name((wt_sched_buf_t)which), (unsigned long long)d->len,
 		       (unsigned long long)ex->slots.seq, off, len);
 	return ex->err;
+}
+
+static weft_status_t peer_desc(wt_sched_exec_t *ex, const wt_sched_step_t *s, unsigned which,
+			       size_t off, size_t len, wt_util_umem_desc_t *d)
+{
+	return peer_desc_of(ex, s, s->peer, which, off, len, d);
 }
 
 static uint8_t *bounce_of(wt_sched_exec_t *ex, size_t len)
@@ -651,6 +658,93 @@ static void exec_peer(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	}
 	if (s->type == WT_SCHED_PEER_REDUCE)
 		wt_util_reduce3(local, left, src, s->len / ex->elem, ex->dtype, ex->wire_op);
+}
+
+/* Where rank q's RECV [s->off, +len) lies in our address space; NULL if it does not map
+ * (d then says where it is for a one-sided copy) or its published size is wrong (ex->err). */
+static uint8_t *peer_recv_at(wt_sched_exec_t *ex, const wt_sched_step_t *s, int q,
+			     wt_util_umem_desc_t *d)
+{
+	uint8_t *remote;
+
+	if (peer_desc_of(ex, s, q, WT_SCHED_BUF_RECV, s->off, s->len, d))
+		return NULL;
+	remote = ex->net.peer_map(ex->net.ctx, q, d);
+	return remote ? remote + s->off : NULL;
+}
+
+/* A PEER_REDUCE_OUT: RECV[off, +len) of every rank = our src op the peer's SEND, written
+ * from L1 while it is combined when every buffer maps; else the sum lands in our RECV (the
+ * peer's SEND through the bounce buffer when it does not map) and goes on to the peers by
+ * copies, one-sided ones where they do not map. */
+static void exec_peer_out(wt_sched_exec_t *ex, const wt_sched_step_t *s)
+{
+	const uint8_t *left = bind(ex, s->src_buf, s->src_off), *right;
+	uint8_t *own = bind(ex, WT_SCHED_BUF_RECV, s->off), *remote;
+	int all_mapped = 1, nd = 0;
+	size_t count = s->len / ex->elem;
+	wt_util_umem_desc_t d;
+
+	if (!s->len || peer_desc(ex, s, WT_SCHED_BUF_SEND, s->off, s->len, &d))
+		return;
+	if (ex->fan == NULL && (ex->fan = malloc((size_t)ex->size * sizeof(*ex->fan))) == NULL) {
+		exec_set_error(ex, WEFT_ERR_NO_MEMORY,
+			       "PEER_REDUCE_OUT: out of memory for %d destinations", ex->size);
+		return;
+	}
+	remote = ex->net.peer_map(ex->net.ctx, s->peer, &d);
+	if (remote == NULL) {
+		uint8_t *b = bounce_of(ex, s->len);
+		weft_status_t st =
+		    b ? ex->net.peer_copy(ex->net.ctx, s->peer, b, &d, s->off, s->len, 0)
+		      : WEFT_ERR_NO_MEMORY;
+
+		if (st != WEFT_OK) {
+			exec_set_error(ex, st,
+				       "PEER_REDUCE_OUT of %zu bytes from rank %d's SEND[%zu] "
+				       "failed (status %d)",
+				       s->len, (int)s->peer, s->off, (int)st);
+			return;
+		}
+		right = b;
+		all_mapped = 0;
+	} else {
+		right = remote + s->off;
+	}
+	/* ours first; a NULL for a peer we must reach by a one-sided write */
+	ex->fan[nd++] = own;
+	for (int q = 0; q < ex->size; q++) {
+		if (q == ex->rank)
+			continue;
+		ex->fan[nd] = peer_recv_at(ex, s, q, &d);
+		if (ex->err)
+			return;
+		all_mapped &= ex->fan[nd++] != NULL;
+	}
+	if (all_mapped) {
+		wt_util_reduce3_fanout(ex->fan, nd, left, right, count, ex->dtype, ex->wire_op,
+				       s->wire == WT_SCHED_COPY_STREAM);
+		return;
+	}
+	wt_util_reduce3(own, left, right, count, ex->dtype, ex->wire_op);
+	for (int q = 0, k = 1; q < ex->size && !ex->err; q++) {
+		weft_status_t st;
+
+		if (q == ex->rank)
+			continue;
+		if (ex->fan[k] != NULL) {
+			copy_hinted(ex->fan[k++], own, s->len, s->wire);
+			continue;
+		}
+		k++;
+		(void)peer_desc_of(ex, s, q, WT_SCHED_BUF_RECV, s->off, s->len, &d);
+		st = ex->net.peer_copy(ex->net.ctx, q, own, &d, s->off, s->len, 1);
+		if (st != WEFT_OK)
+			exec_set_error(ex, st,
+				       "PEER_REDUCE_OUT of %zu bytes to rank %d's RECV[%zu] failed "
+				       "(status %d)",
+				       s->len, q, s->off, (int)st);
+	}
 }
 
 static unsigned recv_flags(const wt_sched_step_t *s)
@@ -794,6 +888,9 @@ static int exec_run(wt_sched_exec_t *ex, uint32_t i, const wt_sched_step_t *s)
 	case WT_SCHED_PEER_REDUCE:
 	case WT_SCHED_PEER_WRITE:
 		exec_peer(ex, s);
+		return !ex->err;
+	case WT_SCHED_PEER_REDUCE_OUT:
+		exec_peer_out(ex, s);
 		return !ex->err;
 	default:
 		exec_run_local(ex, s);
@@ -1013,6 +1110,7 @@ static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, wt_sched_exec_keep_t *kee
 	ex->published = 0;
 	ex->bounce = NULL;
 	ex->bounce_len = 0;
+	ex->fan = NULL;
 	ex->rhead = ex->rtail = 0;
 	ex->ndone = ex->outstanding = 0;
 	ex->running = 0;
@@ -1036,6 +1134,8 @@ static void exec_release(wt_sched_exec_t *ex)
 
 	free(ex->bounce);
 	ex->bounce = NULL;
+	free(ex->fan);
+	ex->fan = NULL;
 	if (keep != NULL) {
 		if (ex->outstanding == 0 && keep->blk == NULL) {
 			keep->blk = ex;

@@ -44,11 +44,13 @@ struct wt_sched_plan {
 
 const char *wt_sched_step_type_name(wt_sched_step_type_t type)
 {
-	static const char *const names[] = {
-	    "SEND",	 "RECV",      "RECV_REDUCE", "REDUCE",	   "COPY",
-	    "DIV",	 "NOP",	      "NARROW",	     "WIDEN",	   "REDUCE_WIDEN",
-	    "SLOT_FREE", "SLOT_PUT",  "SLOT_WAIT",   "SLOT_COPY",  "SLOT_REDUCE",
-	    "SLOT_DONE", "PEER_READ", "PEER_REDUCE", "PEER_WRITE", "SLOT_DRAIN"};
+	static const char *const names[] = {"SEND",	    "RECV",	  "RECV_REDUCE",
+					    "REDUCE",	    "COPY",	  "DIV",
+					    "NOP",	    "NARROW",	  "WIDEN",
+					    "REDUCE_WIDEN", "SLOT_FREE",  "SLOT_PUT",
+					    "SLOT_WAIT",    "SLOT_COPY",  "SLOT_REDUCE",
+					    "SLOT_DONE",    "PEER_READ",  "PEER_REDUCE",
+					    "PEER_WRITE",   "SLOT_DRAIN", "PEER_REDUCE_OUT"};
 
 	if ((unsigned)type >= sizeof(names) / sizeof(names[0]))
 		return "?";
@@ -553,7 +555,7 @@ static int step_reads_slot(const wt_sched_step_t *s)
 static int step_is_peer(const wt_sched_step_t *s)
 {
 	return s->type == WT_SCHED_PEER_READ || s->type == WT_SCHED_PEER_REDUCE ||
-	       s->type == WT_SCHED_PEER_WRITE;
+	       s->type == WT_SCHED_PEER_WRITE || s->type == WT_SCHED_PEER_REDUCE_OUT;
 }
 
 static int peer_step(wt_sched_plan_t *p, wt_sched_step_type_t type, int peer, wt_sched_buf_t dst,
@@ -604,6 +606,15 @@ int wt_sched_peer_write_stream(wt_sched_plan_t *p, int peer, size_t peer_off, wt
 {
 	return with_hint(p, wt_sched_peer_write(p, peer, peer_off, src, src_off, len, ndeps, deps),
 			 WT_SCHED_COPY_STREAM);
+}
+
+int wt_sched_peer_reduce_out(wt_sched_plan_t *p, int peer, size_t off, wt_sched_buf_t src,
+			     size_t src_off, size_t len, int stream, int ndeps, const int *deps)
+{
+	int id = peer_step(p, WT_SCHED_PEER_REDUCE_OUT, peer, WT_SCHED_BUF_RECV, off, src, src_off,
+			   len, ndeps, deps);
+
+	return stream ? with_hint(p, id, WT_SCHED_COPY_STREAM) : id;
 }
 
 int wt_sched_slot_put_bufs(wt_sched_plan_t *p, int ndeps, const int *deps)
@@ -745,6 +756,7 @@ size_t wt_sched_step_src_len(const wt_sched_plan_t *p, const wt_sched_step_t *s)
 	case WT_SCHED_PEER_READ:
 	case WT_SCHED_PEER_REDUCE:
 	case WT_SCHED_PEER_WRITE:
+	case WT_SCHED_PEER_REDUCE_OUT:
 		return s->len;
 	case WT_SCHED_NARROW:
 	case WT_SCHED_WIDEN:
@@ -777,6 +789,7 @@ static int step_reads(const wt_sched_plan_t *p, const wt_sched_step_t *s, wt_sch
 	case WT_SCHED_PEER_READ: /* the peer's range, checked against ours of that name */
 	case WT_SCHED_PEER_REDUCE:
 	case WT_SCHED_PEER_WRITE:
+	case WT_SCHED_PEER_REDUCE_OUT: /* ours; the peer's SEND is checked in check_step */
 		*buf = s->src_buf;
 		*off = s->src_off;
 		*len = wt_sched_step_src_len(p, s);
@@ -793,7 +806,7 @@ static int step_reads(const wt_sched_plan_t *p, const wt_sched_step_t *s, wt_sch
 
 static int step_is_slot(const wt_sched_step_t *s)
 {
-	return s->type >= WT_SCHED_SLOT_FREE && s->type <= WT_SCHED_SLOT_DRAIN;
+	return s->type >= WT_SCHED_SLOT_FREE && s->type <= WT_SCHED_PEER_REDUCE_OUT;
 }
 
 /* Slot steps that wait for a peer's word. */
@@ -825,7 +838,7 @@ static int step_needs_elems(const wt_sched_step_t *s)
 {
 	return s->type == WT_SCHED_RECV_REDUCE || s->type == WT_SCHED_REDUCE ||
 	       s->type == WT_SCHED_DIV || s->type == WT_SCHED_SLOT_REDUCE ||
-	       s->type == WT_SCHED_PEER_REDUCE;
+	       s->type == WT_SCHED_PEER_REDUCE || s->type == WT_SCHED_PEER_REDUCE_OUT;
 }
 
 static weft_status_t check_buf(wt_sched_plan_t *p, size_t i, const char *what, unsigned buf,
@@ -900,9 +913,12 @@ static weft_status_t check_slot_step(wt_sched_plan_t *p, size_t i)
 	} else if ((s->type == WT_SCHED_PEER_READ || s->type == WT_SCHED_PEER_REDUCE) &&
 		   (s->src_buf > WT_SCHED_BUF_RECV || s->buf == WT_SCHED_BUF_SLOT)) {
 		why = "must read a peer's SEND or RECV into a plan buffer";
-	} else if (s->type == WT_SCHED_PEER_WRITE &&
+	} else if ((s->type == WT_SCHED_PEER_WRITE || s->type == WT_SCHED_PEER_REDUCE_OUT) &&
 		   (s->buf != WT_SCHED_BUF_RECV || s->src_buf == WT_SCHED_BUF_SLOT)) {
 		why = "must write a plan buffer into a peer's RECV";
+	} else if (s->type == WT_SCHED_PEER_REDUCE_OUT && s->src_buf == WT_SCHED_BUF_RECV &&
+		   s->len && s->src_off < s->off + s->len && s->off < s->src_off + s->len) {
+		why = "reads its left operand from the RECV range it writes";
 	} else if (step_reads_slot(s) && (peer < 0 || peer >= n)) {
 		why = "reads the slot of a rank outside the communicator";
 	} else if (step_reads_slot(s) && peer == p->args.rank) {
@@ -928,7 +944,7 @@ static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 	wt_sched_buf_t rb;
 	size_t roff, rlen;
 
-	if (s->type > WT_SCHED_SLOT_DRAIN) {
+	if (s->type > WT_SCHED_PEER_REDUCE_OUT) {
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: unknown type %u", i, s->type);
 		return p->err;
 	}
@@ -963,7 +979,7 @@ static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 	if (step_is_conv(s) && check_conv(p, i))
 		return p->err;
 	if ((s->type == WT_SCHED_COPY || s->type == WT_SCHED_PEER_WRITE ||
-	     s->type == WT_SCHED_RECV) &&
+	     s->type == WT_SCHED_PEER_REDUCE_OUT || s->type == WT_SCHED_RECV) &&
 	    s->wire != 0 && s->wire != WT_SCHED_COPY_STREAM) {
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: %s with hint %u", i,
 			      wt_sched_step_type_name(s->type), s->wire);
@@ -989,6 +1005,10 @@ static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 		return p->err;
 	}
 	if (step_reads(p, s, &rb, &roff, &rlen) && check_buf(p, i, "source", rb, roff, rlen))
+		return p->err;
+	/* The right operand: the peer's SEND at the destination's offset. */
+	if (s->type == WT_SCHED_PEER_REDUCE_OUT &&
+	    check_buf(p, i, "peer source", WT_SCHED_BUF_SEND, s->off, s->len))
 		return p->err;
 	/* The reduction kernel takes equal or disjoint operands only. */
 	if (s->type == WT_SCHED_REDUCE && s->buf == s->src_buf && s->off != s->src_off &&
@@ -1192,8 +1212,18 @@ static void check_slot_order(wt_sched_plan_t *p, size_t i, size_t put_at, size_t
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
 			      "step %zu: %s of rank %d's %s does not wait for its SLOT_WAIT", i,
 			      name, (int)s->peer, step_is_peer(s) ? "buffer" : "slot");
-	else if (s->type == WT_SCHED_SLOT_DRAIN &&
-		 !reaches(p, i, seen, stack, is_step, (int)done_at))
+	else if (s->type == WT_SCHED_PEER_REDUCE_OUT) {
+		/* it writes every peer's RECV: each of them must have published it */
+		for (int q = 0; q < p->args.size && !p->err; q++)
+			if (q != p->args.rank && !reaches(p, i, seen, stack, is_wait_for, q))
+				wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+					      "step %zu: %s writes rank %d's RECV without waiting "
+					      "for its SLOT_WAIT",
+					      i, name, q);
+	}
+	if (p->err)
+		return;
+	if (s->type == WT_SCHED_SLOT_DRAIN && !reaches(p, i, seen, stack, is_step, (int)done_at))
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
 			      "step %zu: SLOT_DRAIN of rank %d does not wait for our SLOT_DONE", i,
 			      (int)s->peer);
@@ -1444,6 +1474,10 @@ static void dump_step(const wt_sched_plan_t *p, size_t i, FILE *out)
 	if (s->type == WT_SCHED_PEER_WRITE)
 		fprintf(out, " %s of %d[%zu+%zu] <- %s[%zu]", wt_sched_buf_name(s->buf),
 			(int)s->peer, s->off, s->len, wt_sched_buf_name(s->src_buf), s->src_off);
+	else if (s->type == WT_SCHED_PEER_REDUCE_OUT)
+		fprintf(out, " %s of all[%zu+%zu] = %s[%zu] op SEND of %d[%zu]",
+			wt_sched_buf_name(s->buf), s->off, s->len, wt_sched_buf_name(s->src_buf),
+			s->src_off, (int)s->peer, s->off);
 	else if (s->type != WT_SCHED_NOP && !step_is_slot_sync(s))
 		fprintf(out, " %s[%zu+%zu]", wt_sched_buf_name(s->buf), s->off, s->len);
 	if (s->type == WT_SCHED_PEER_REDUCE && s->wire == WT_SCHED_PEER_FROM_SEND)
@@ -1456,7 +1490,7 @@ static void dump_step(const wt_sched_plan_t *p, size_t i, FILE *out)
 	if (s->type == WT_SCHED_REDUCE || s->type == WT_SCHED_COPY || s->type == WT_SCHED_SLOT_PUT)
 		fprintf(out, " <- %s[%zu]", wt_sched_buf_name(s->src_buf), s->src_off);
 	if ((s->type == WT_SCHED_COPY || s->type == WT_SCHED_PEER_WRITE ||
-	     s->type == WT_SCHED_RECV) &&
+	     s->type == WT_SCHED_PEER_REDUCE_OUT || s->type == WT_SCHED_RECV) &&
 	    s->wire == WT_SCHED_COPY_STREAM)
 		fputs(" stream", out);
 	if (step_reads_slot(s))

@@ -88,6 +88,9 @@ typedef enum {
 	WT_SCHED_PEER_REDUCE = 17, /* dst = dst op peer's src_buf[src_off] */
 	WT_SCHED_PEER_WRITE = 18,  /* peer's buf[off] = our src_buf[src_off] */
 	WT_SCHED_SLOT_DRAIN = 19,  /* wait: peer released this call (its SLOT_DONE) */
+	/* RECV[off] of every rank of the communicator, ours and the peers' = our
+	 * src_buf[src_off] op peer's SEND[off], in one pass (see wt_sched_peer_reduce_out). */
+	WT_SCHED_PEER_REDUCE_OUT = 20,
 } wt_sched_step_type_t;
 
 /* Everything a plan depends on; two calls with equal args share a plan. */
@@ -125,7 +128,8 @@ typedef struct {
 	uint8_t src_buf;	   /* REDUCE / COPY / NARROW / WIDEN / REDUCE_WIDEN source;
 				    * RECV_REDUCE from src: its left operand */
 	uint8_t wire;		   /* NARROW / WIDEN / REDUCE_WIDEN: weft_dtype_t, 16-bit;
-				    * COPY, PEER_WRITE, RECV: WT_SCHED_COPY_STREAM or 0;
+				    * COPY, PEER_WRITE, PEER_REDUCE_OUT, RECV:
+				    * WT_SCHED_COPY_STREAM or 0;
 				    * RECV_REDUCE: WT_SCHED_RECV_FROM_SRC or 0;
 				    * PEER_REDUCE: WT_SCHED_PEER_FROM_SEND or 0 */
 	int32_t peer;		   /* SEND / RECV* / SLOT_* but PUT, DONE: communicator rank */
@@ -253,6 +257,13 @@ int wt_sched_peer_write(wt_sched_plan_t *p, int peer, size_t peer_off, wt_sched_
  * large for the caches to keep anyway. */
 int wt_sched_peer_write_stream(wt_sched_plan_t *p, int peer, size_t peer_off, wt_sched_buf_t src,
 			       size_t src_off, size_t len, int ndeps, const int *deps);
+/* The last term of a share every rank receives: RECV [off, +len) of every rank, ours and
+ * each peer's, = our src bytes op peer's SEND [off, +len), combined and written out in one
+ * pass that keeps the result in L1 between the two (lib/util wt_util_reduce3_fanout), where
+ * a sum into the scratch followed by a copy per rank passes over it n + 1 times. stream:
+ * the writes go around the caches (WT_SCHED_COPY_STREAM). The plan's op, SUM for AVG. */
+int wt_sched_peer_reduce_out(wt_sched_plan_t *p, int peer, size_t off, wt_sched_buf_t src,
+			     size_t src_off, size_t len, int stream, int ndeps, const int *deps);
 /* The PUT of a plan with peer steps: publishes where our buffers are (and that we entered
  * the call), no data. A rank with no peer step of its own (an empty share) still publishes:
  * its peers use its buffers. */

@@ -11,7 +11,7 @@
 /* Below this, the read-for-ownership a plain copy pays is less than the fence. */
 #define COPY_STREAM_MIN 4096
 
-void wt_util_copy_stream(void *dst, const void *src, size_t len)
+void wt_util_copy_stream_unfenced(void *dst, const void *src, size_t len)
 {
 #if defined(__x86_64__)
 	uint8_t *d = dst;
@@ -40,8 +40,20 @@ void wt_util_copy_stream(void *dst, const void *src, size_t len)
 		_mm_stream_si128((__m128i *)(void *)(d + 48), e);
 	}
 	memcpy(d, s, len);
-	_mm_sfence();
 #else
 	memcpy(dst, src, len);
 #endif
+}
+
+void wt_util_copy_fence(void)
+{
+#if defined(__x86_64__)
+	_mm_sfence();
+#endif
+}
+
+void wt_util_copy_stream(void *dst, const void *src, size_t len)
+{
+	wt_util_copy_stream_unfenced(dst, src, len);
+	wt_util_copy_fence();
 }

@@ -10,5 +10,8 @@
  * eviction of the copier's own working set is paid. Stores are ordered (sfence) before
  * the call returns, so a release store after it publishes them. Small copies are plain. */
 void wt_util_copy_stream(void *dst, const void *src, size_t len);
+/* The same without the closing fence, for a run of copies that wt_util_copy_fence ends. */
+void wt_util_copy_stream_unfenced(void *dst, const void *src, size_t len);
+void wt_util_copy_fence(void);
 
 #endif

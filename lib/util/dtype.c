@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/util/copy.h"
 #include "lib/util/dtype.h"
 #include "lib/util/log.h"
 
@@ -408,6 +409,38 @@ void wt_util_reduce3(void *dst, const void *a, const void *b, size_t count, weft
 void wt_util_reduce(void *dst, const void *src, size_t count, weft_dtype_t dt, weft_op_t op)
 {
 	wt_util_reduce3(dst, dst, src, count, dt, op);
+}
+
+/* Bytes combined at a time by the fan-out: the block and the operands' lines stay in L1.
+ * Interleaving the loads of the next block with the stores of this one keeps reads and
+ * writes in flight together (2 threads, 64 MiB float32 into two buffers, streamed: 3.5-3.6
+ * ms in 4 KiB blocks against 4.8-5.5 ms summing 64 KiB into a scratch first). */
+#define FANOUT_BLOCK 4096
+
+void wt_util_reduce3_fanout(void *const *dsts, int ndst, const void *a, const void *b, size_t count,
+			    weft_dtype_t dt, weft_op_t op, int stream)
+{
+	_Alignas(64) uint8_t tmp[FANOUT_BLOCK];
+	size_t es = wt_util_dtype_size(dt), per = es ? FANOUT_BLOCK / es : 0;
+	const uint8_t *pa = a, *pb = b;
+
+	if (ndst <= 0 || per == 0 || find_kernels(dt, op) == NULL)
+		return;
+	for (size_t i = 0; i < count; i += per) {
+		size_t n = count - i < per ? count - i : per, off = i * es;
+
+		if (stream) {
+			wt_util_reduce3(tmp, pa + off, pb + off, n, dt, op);
+			for (int k = 0; k < ndst; k++)
+				wt_util_copy_stream_unfenced((uint8_t *)dsts[k] + off, tmp, n * es);
+			continue;
+		}
+		wt_util_reduce3((uint8_t *)dsts[0] + off, pa + off, pb + off, n, dt, op);
+		for (int k = 1; k < ndst; k++)
+			memcpy((uint8_t *)dsts[k] + off, (uint8_t *)dsts[0] + off, n * es);
+	}
+	if (stream)
+		wt_util_copy_fence();
 }
 
 /* ---- float32 <-> 16-bit wire formats (compression) ---- */

@@ -17,11 +17,17 @@ int wt_util_op_valid(weft_op_t op);
 
 /* dst[i] = dst[i] op src[i] for count elements. op must not be AVG (use SUM).
  * dst and src may not overlap unless equal. */
-void wt_util_reduce(void *dst, const void *src, size_t count, weft_dtype_t dt,
-		    weft_op_t op);
+void wt_util_reduce(void *dst, const void *src, size_t count, weft_dtype_t dt, weft_op_t op);
 /* dst[i] = a[i] op b[i]; dst may equal a or b. */
-void wt_util_reduce3(void *dst, const void *a, const void *b, size_t count,
-		     weft_dtype_t dt, weft_op_t op);
+void wt_util_reduce3(void *dst, const void *a, const void *b, size_t count, weft_dtype_t dt,
+		     weft_op_t op);
+/* Every dsts[k][i] = a[i] op b[i] (k < ndst): one pass over the operands for a result that
+ * several buffers need, taken in blocks that stay in L1 between the combine and the writes
+ * (dsts[0] may equal a or b; the others overlap nothing). stream: the writes go around the
+ * caches (non-temporal stores, fenced before the return), for results nobody here reads
+ * again soon; else plain stores into dsts[0] copied on to the rest. op must not be AVG. */
+void wt_util_reduce3_fanout(void *const *dsts, int ndst, const void *a, const void *b, size_t count,
+			    weft_dtype_t dt, weft_op_t op, int stream);
 /* buf[i] = buf[i] / n (integers truncate toward zero), the finish of AVG. */
 void wt_util_scale_div(void *buf, size_t count, weft_dtype_t dt, int n);
 

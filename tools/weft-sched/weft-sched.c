@@ -515,6 +515,10 @@ static void dot_node(const wt_sched_plan_t *p, size_t i, int rank, const char *i
 	if (s->type == WT_SCHED_PEER_WRITE)
 		printf("\\n%s of %d[%zu+%zu]", wt_sched_buf_name((wt_sched_buf_t)s->buf),
 		       (int)s->peer, s->off, s->len);
+	else if (s->type == WT_SCHED_PEER_REDUCE_OUT)
+		printf("\\n%s of all[%zu+%zu]\\n<- SEND of %d[%zu]",
+		       wt_sched_buf_name((wt_sched_buf_t)s->buf), s->off, s->len, (int)s->peer,
+		       s->off);
 	else if (s->type != WT_SCHED_NOP && !is_slot_sync(s))
 		printf("\\n%s[%zu+%zu]", wt_sched_buf_name((wt_sched_buf_t)s->buf), s->off, s->len);
 	if (s->type == WT_SCHED_PEER_READ || s->type == WT_SCHED_PEER_REDUCE)

@@ -143,6 +143,37 @@ static void test_ranks_counts(void **state)
 				}
 }
 
+/* Calls of 16 MiB and more fuse the last term with the writes (PEER_REDUCE_OUT, streamed):
+ * every way of reaching the peers, in place or not, 2 and 3 ranks, and a count whose share
+ * ends mid-block. */
+static void test_streamed(void **state)
+{
+	static const struct {
+		int n, in_place, mode;
+		weft_dtype_t dt;
+		size_t count;
+	} cases[] = {
+	    {2, 0, SIMNET_PEERS_MAP, WEFT_FLOAT32, (4u << 20) + 13},
+	    {2, 1, SIMNET_PEERS_MIXED, WEFT_INT32, (4u << 20) + 1},
+	    {3, 2, SIMNET_PEERS_MIXED, WEFT_INT8, (16u << 20) + 5},
+	    {3, 0, SIMNET_PEERS_COPY, WEFT_FLOAT64, (2u << 20) + 3},
+	};
+	uint64_t seed = 500;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		cfg_t c = {.n = cases[k].n,
+			   .count = cases[k].count,
+			   .dt = cases[k].dt,
+			   .op = k == 3 ? WEFT_MAX : WEFT_SUM,
+			   .in_place = cases[k].in_place,
+			   .mode = cases[k].mode,
+			   .seed = seed++};
+
+		run_cfg(&c);
+	}
+}
+
 static void test_dtypes_ops(void **state)
 {
 	static const weft_dtype_t dts[] = {WEFT_INT8,	 WEFT_UINT8,  WEFT_INT32,   WEFT_UINT32,
@@ -227,25 +258,63 @@ static void test_plan_shape(void **state)
 	assert_int_equal(drains, 2);
 	wt_sched_plan_unref(p);
 
-	/* 64 MiB does not: every result leaves the scratch by streaming stores. */
-	a = st_args(WT_COLL_ALLREDUCE, 16 << 20, WEFT_FLOAT32, WEFT_SUM, 0, 2, 0, 0);
+	/* SUM over 3 ranks, 24 MiB (streamed): per piece the first term goes into the
+	 * scratch, the last is combined and written to every RECV in one step, and nothing is
+	 * copied. */
+	a = st_args(WT_COLL_ALLREDUCE, 6 << 20, WEFT_FLOAT32, WEFT_SUM, 1, 3, 0, 0);
 	a.slot_bytes = wt_sched_slot_capacity(REGION);
-	st_build(&a, direct_algo(2), "shape-big", &p);
-	writes = streams = 0;
+	st_build(&a, direct_algo(3), "shape-sum", &p);
+	reads = writes = 0;
 	for (size_t i = 0; i < wt_sched_plan_nsteps(p); i++) {
 		const wt_sched_step_t *s = wt_sched_plan_step(p, i);
 
-		if (s->type == WT_SCHED_PEER_WRITE ||
-		    (s->type == WT_SCHED_COPY && s->buf == WT_SCHED_BUF_RECV)) {
+		assert_true(s->type != WT_SCHED_PEER_WRITE && s->type != WT_SCHED_COPY &&
+			    s->type != WT_SCHED_DIV);
+		if (s->type == WT_SCHED_PEER_REDUCE) {
+			assert_int_equal(s->buf, WT_SCHED_BUF_SCRATCH);
+			assert_int_equal(s->wire, WT_SCHED_PEER_FROM_SEND);
+			assert_int_equal(s->peer, 2);
+			reads++;
+		}
+		if (s->type == WT_SCHED_PEER_REDUCE_OUT) {
+			assert_int_equal(s->buf, WT_SCHED_BUF_RECV);
+			assert_int_equal(s->src_buf, WT_SCHED_BUF_SCRATCH);
+			assert_int_equal(s->src_off, 0);
+			assert_int_equal(s->peer, 0);
 			assert_int_equal(s->wire, WT_SCHED_COPY_STREAM);
-			writes += s->type == WT_SCHED_PEER_WRITE;
-			streams += s->type == WT_SCHED_COPY;
+			assert_true(s->off >= (2u << 20) * 4 && s->off + s->len <= (4u << 20) * 4);
+			writes++;
+		}
+	}
+	/* an 8 MiB share in 64 KiB pieces */
+	assert_int_equal(reads, 128);
+	assert_int_equal(writes, 128);
+	assert_int_equal(wt_sched_plan_scratch_bytes(p), 65536);
+	wt_sched_plan_unref(p);
+
+	/* 64 MiB over 2 ranks does not stay in cache: every piece is our SEND op the peer's,
+	 * streamed into both RECVs in one step, with no scratch at all. */
+	a = st_args(WT_COLL_ALLREDUCE, 16 << 20, WEFT_FLOAT32, WEFT_SUM, 0, 2, 0, 0);
+	a.slot_bytes = wt_sched_slot_capacity(REGION);
+	st_build(&a, direct_algo(2), "shape-big", &p);
+	writes = 0;
+	for (size_t i = 0; i < wt_sched_plan_nsteps(p); i++) {
+		const wt_sched_step_t *s = wt_sched_plan_step(p, i);
+
+		assert_true(s->type != WT_SCHED_PEER_WRITE && s->type != WT_SCHED_COPY &&
+			    s->type != WT_SCHED_PEER_REDUCE);
+		if (s->type == WT_SCHED_PEER_REDUCE_OUT) {
+			assert_int_equal(s->wire, WT_SCHED_COPY_STREAM);
+			assert_int_equal(s->src_buf, WT_SCHED_BUF_SEND);
+			assert_int_equal(s->src_off, s->off);
+			assert_int_equal(s->peer, 1);
+			assert_true(s->off + s->len <= (8u << 20) * 4);
+			writes++;
 		}
 	}
 	/* a 32 MiB share in at most 256 pieces */
 	assert_int_equal(writes, 256);
-	assert_int_equal(streams, 256);
-	assert_int_equal(wt_sched_plan_scratch_bytes(p), 128 << 10);
+	assert_int_equal(wt_sched_plan_scratch_bytes(p), 0);
 	wt_sched_plan_unref(p);
 }
 
@@ -313,6 +382,39 @@ static void test_plan_rules(void **state)
 				fail_msg("variant %d: status %d, error '%s', wanted '%s'", v, st,
 					 err, cases[k].want);
 		}
+		wt_sched_plan_unref(p);
+	}
+	/* PEER_REDUCE_OUT writes every rank's RECV: it must follow every peer's SLOT_WAIT, read
+	 * its left operand outside the range it writes, and name another rank. */
+	for (int v = 0; v < 4; v++) {
+		static const char *const want[] = {NULL, "writes rank 2's RECV without waiting",
+						   "reads its left operand from the RECV range",
+						   "names the buffers of a bad peer"};
+		wt_sched_args_t a3 =
+		    st_args(WT_COLL_ALLREDUCE, 64, WEFT_INT32, WEFT_SUM, 0, 3, 0, 0);
+		wt_sched_plan_t *p;
+		int put, w[2], done;
+		weft_status_t st;
+
+		a3.slot_bytes = wt_sched_slot_capacity(REGION);
+		p = wt_sched_plan_new(&a3);
+		assert_non_null(p);
+		put = wt_sched_slot_put_bufs(p, 0, NULL);
+		w[0] = wt_sched_slot_wait(p, 1, 1, &put);
+		w[1] = wt_sched_slot_wait(p, 2, 1, &put);
+		wt_sched_peer_reduce_out(p, v == 3 ? 0 : 1, 64,
+					 v == 2 ? WT_SCHED_BUF_RECV : WT_SCHED_BUF_SEND,
+					 v == 2 ? 96 : 64, 64, 0, v == 1 ? 1 : 2, w);
+		done = wt_sched_slot_done(p);
+		wt_sched_slot_drain(p, 1, 1, &done);
+		wt_sched_slot_drain(p, 2, 1, &done);
+		st = wt_sched_plan_finalize(p);
+		snprintf(err, sizeof(err), "%s", wt_sched_plan_error(p));
+		if (want[v] == NULL)
+			assert_int_equal(st, WEFT_OK);
+		else if (st == WEFT_OK || strstr(err, want[v]) == NULL)
+			fail_msg("PEER_REDUCE_OUT variant %d: status %d, error '%s', wanted '%s'",
+				 v, st, err, want[v]);
 		wt_sched_plan_unref(p);
 	}
 	/* Slots too small for the published buffers: the algorithm refuses. */
@@ -489,7 +591,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_ranks_counts),     cmocka_unit_test(test_dtypes_ops),
 	    cmocka_unit_test(test_plan_shape),	     cmocka_unit_test(test_plan_rules),
 	    cmocka_unit_test(test_count_mismatch),   cmocka_unit_test(test_copy_failure),
-	    cmocka_unit_test(test_mixed_algorithms),
+	    cmocka_unit_test(test_mixed_algorithms), cmocka_unit_test(test_streamed),
 	};
 
 	if (argc > 1)

@@ -476,6 +476,90 @@ static void test_kernels_known_values(void **state)
 	assert_int_equal(ha[0], 0x4000);
 }
 
+/* ---- reduce3_fanout ---- */
+
+/* The fan-out equals wt_util_reduce3 bit for bit in every destination, across block edges,
+ * streamed or not, with dsts[0] on a and a later destination on b, and writes nothing
+ * outside [0, count). */
+static void test_reduce3_fanout(void **state)
+{
+	enum { MAXB = 3 * 4096 + 64, PAD = 64 };
+	uint8_t *a = malloc(MAXB + 2 * PAD), *b = malloc(MAXB + 2 * PAD), *want = malloc(MAXB);
+	uint8_t *d[3], *a2 = malloc(MAXB + 2 * PAD), *b2 = malloc(MAXB + 2 * PAD);
+	uint64_t rng = 12345;
+
+	(void)state;
+	assert_non_null(a && b && want && a2 && b2);
+	for (int k = 0; k < 3; k++) {
+		d[k] = malloc(MAXB + 2 * PAD);
+		assert_non_null(d[k]);
+	}
+	for (size_t i = 0; i < MAXB + 2 * PAD; i++) {
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		a[i] = (uint8_t)(rng >> 33);
+		b[i] = (uint8_t)(rng >> 45);
+	}
+	for (int dt = 0; dt < WEFT_DTYPE_COUNT_; dt++) {
+		size_t es = wt_util_dtype_size((weft_dtype_t)dt), per = 4096 / es;
+		size_t counts[] = {0, 1, per - 1, per, per + 1, 3 * per + 7 / es};
+
+		for (int op = 0; op < WEFT_OP_COUNT_; op++) {
+			if (op == WEFT_AVG)
+				continue;
+			for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+				size_t n = counts[c], len = n * es;
+				/* a destination that starts mid-line: head and tail stored plainly
+				 */
+				size_t skew = (c % 2) * es;
+
+				wt_util_reduce3(want, a + PAD, b + PAD, n, (weft_dtype_t)dt,
+						(weft_op_t)op);
+				for (int stream = 0; stream < 2; stream++) {
+					for (int ndst = 1; ndst <= 3; ndst++) {
+						void *dsts[3];
+
+						for (int k = 0; k < 3; k++) {
+							memset(d[k], 0x5c, MAXB + 2 * PAD);
+							dsts[k] = d[k] + PAD + skew;
+						}
+						wt_util_reduce3_fanout(dsts, ndst, a + PAD, b + PAD,
+								       n, (weft_dtype_t)dt,
+								       (weft_op_t)op, stream);
+						for (int k = 0; k < ndst; k++) {
+							assert_memory_equal(d[k] + PAD + skew, want,
+									    len);
+							assert_int_equal(d[k][PAD + skew - 1],
+									 0x5c);
+							assert_int_equal(d[k][PAD + skew + len],
+									 0x5c);
+						}
+						for (int k = ndst; k < 3; k++)
+							assert_int_equal(d[k][PAD + skew], 0x5c);
+					}
+					/* in place on both sides: dsts[0] is a, dsts[1] is b */
+					memcpy(a2, a, MAXB + 2 * PAD);
+					memcpy(b2, b, MAXB + 2 * PAD);
+					void *io[2] = {a2 + PAD, b2 + PAD};
+
+					wt_util_reduce3_fanout(io, 2, a2 + PAD, b2 + PAD, n,
+							       (weft_dtype_t)dt, (weft_op_t)op,
+							       stream);
+					assert_memory_equal(a2 + PAD, want, len);
+					assert_memory_equal(b2 + PAD, want, len);
+					assert_memory_equal(a2 + PAD + len, a + PAD + len, PAD);
+				}
+			}
+		}
+	}
+	for (int k = 0; k < 3; k++)
+		free(d[k]);
+	free(a);
+	free(b);
+	free(a2);
+	free(b2);
+	free(want);
+}
+
 /* ---- scale_div ---- */
 
 static void test_scale_div(void **state)
@@ -559,6 +643,7 @@ int main(void)
 	    cmocka_unit_test(test_bf16),
 	    cmocka_unit_test(test_kernels_known_values),
 	    cmocka_unit_test(test_kernels_all),
+	    cmocka_unit_test(test_reduce3_fanout),
 	    cmocka_unit_test(test_scale_div),
 	};
 
