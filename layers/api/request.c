@@ -158,7 +158,8 @@ static weft_status_t net_slots(void *nctx, wt_sched_slots_t *out)
 			 (unsigned)req->seq, (unsigned)comm->id);
 		return WEFT_ERR_UNSUPPORTED;
 	}
-	out->seq = ++comm->slot_seq[out->small ? 1 : 0];
+	out->seq = comm->slot_seq[out->small ? 1 : 0] + 1;
+	comm->slot_seq[out->small ? 1 : 0] += out->nseq > 1 ? out->nseq : 1;
 	out->region = comm->slot_regions;
 	out->region_bytes = WT_API_SLOT_REGION;
 	/* The first call that reaches further into the large slots than any before warms the

@@ -49,17 +49,16 @@ struct wt_sched_exec {
 	size_t elem;
 	int size;
 	int rank;
-	/* slot plans: this call's regions and ring, and where in every region this call's slot
-	 * (seq % the ring's depth) and the previous call's have their words */
+	/* slot plans: this call's regions and ring, and its first slot call (slots.seq; part p
+	 * of the plan is slot call seq + p, in slot (seq + p) % the ring's depth) */
 	wt_sched_slots_t slots;
 	slot_ring_t ring;
-	size_t off_ready, off_done, off_prev_ready, off_prev_done;
 	/* both rings of regions of geom_bytes (0: none yet), kept with the block */
 	size_t geom_bytes;
 	slot_ring_t geom[2];
 	int wake_due; /* a PUT stored a flag whose sleepers were not woken yet */
-	int turn_met; /* our turn came: the previous slot call is released */
-	int released; /* this call's SLOT_DONE ran */
+	int turn_met;	   /* our turn came: the slot call before our first is released */
+	unsigned released; /* parts whose SLOT_DONE ran (in part order: each waits its turn) */
 	/* unmet slot waits set aside while other steps run, watched inline (net.spin_ns) once
 	 * nothing else is ready; spin_until bounds the watching over the whole execution */
 	uint32_t deferred[EXEC_DEFER_MAX];
@@ -386,9 +385,25 @@ static _Atomic uint64_t *word_at(const wt_sched_exec_t *ex, int rank, size_t off
 	return (_Atomic uint64_t *)((uintptr_t)ex->slots.region[rank] + off);
 }
 
-static uint8_t *slot_data(const wt_sched_exec_t *ex, int rank, size_t off)
+/* The slot call of a step's part, and where in a region slot call seq has its words. */
+static uint64_t part_seq(const wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
-	return (uint8_t *)ex->slots.region[rank] + ex->off_ready + WT_SCHED_SLOT_HDR + off;
+	return ex->slots.seq + s->part;
+}
+
+static size_t ready_at(const wt_sched_exec_t *ex, uint64_t seq)
+{
+	return ready_off(&ex->ring, (unsigned)(seq & (ex->ring.depth - 1)));
+}
+
+static size_t done_at(const wt_sched_exec_t *ex, uint64_t seq)
+{
+	return done_off(&ex->ring, (unsigned)(seq & (ex->ring.depth - 1)));
+}
+
+static uint8_t *slot_data(const wt_sched_exec_t *ex, uint64_t seq, int rank, size_t off)
+{
+	return (uint8_t *)ex->slots.region[rank] + ready_at(ex, seq) + WT_SCHED_SLOT_HDR + off;
 }
 
 /* What a SLOT_FREE / SLOT_WAIT step waits for: the peer's word and the value it must reach.
@@ -399,22 +414,22 @@ static uint8_t *slot_data(const wt_sched_exec_t *ex, int rank, size_t off)
 static const _Atomic uint64_t *slot_word(const wt_sched_exec_t *ex, const wt_sched_step_t *s,
 					 uint64_t *value)
 {
-	uint64_t seq = ex->slots.seq;
+	uint64_t seq = part_seq(ex, s);
 
 	if (s->type == WT_SCHED_SLOT_DRAIN) {
 		*value = seq;
-		return word_at(ex, s->peer, ex->off_done);
+		return word_at(ex, s->peer, done_at(ex, seq));
 	}
 	if (s->type == WT_SCHED_SLOT_WAIT) {
 		*value = seq;
-		return word_at(ex, s->peer, ex->off_ready);
+		return word_at(ex, s->peer, ready_at(ex, seq));
 	}
 	if (s->peer == ex->rank) {
 		*value = seq - 1;
-		return word_at(ex, s->peer, ex->off_prev_done);
+		return word_at(ex, s->peer, done_at(ex, seq - 1));
 	}
 	*value = seq > ex->ring.depth ? seq - ex->ring.depth : 0;
-	return word_at(ex, s->peer, ex->off_done);
+	return word_at(ex, s->peer, done_at(ex, seq));
 }
 
 /* Whether a SLOT_FREE / SLOT_WAIT step is met now. A peer that published the previous call
@@ -426,8 +441,8 @@ static int slot_met(const wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	uint64_t value;
 
 	if (s->type == WT_SCHED_SLOT_FREE && s->peer != ex->rank &&
-	    atomic_load_explicit(word_at(ex, s->peer, ex->off_prev_ready), memory_order_acquire) >=
-		ex->slots.seq - 1)
+	    atomic_load_explicit(word_at(ex, s->peer, ready_at(ex, part_seq(ex, s) - 1)),
+				 memory_order_acquire) >= part_seq(ex, s) - 1)
 		return 1;
 	word = slot_word(ex, s, &value);
 	return atomic_load_explicit(word, memory_order_acquire) >= value;
@@ -440,7 +455,7 @@ static int slot_met(const wt_sched_exec_t *ex, const wt_sched_step_t *s)
 
 static _Atomic uint64_t *slot_fail_word(const wt_sched_exec_t *ex, int rank)
 {
-	return (_Atomic uint64_t *)(void *)slot_data(ex, rank, SLOT_FAIL_OFF);
+	return (_Atomic uint64_t *)(void *)slot_data(ex, ex->slots.seq, rank, SLOT_FAIL_OFF);
 }
 
 /* Plans with peer steps serve symmetric collectives: a peer whose buffers differ in size
@@ -449,7 +464,7 @@ static void peer_bufs_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
 	wt_util_umem_desc_t d[2];
 
-	memcpy(d, slot_data(ex, s->peer, 0), sizeof(d));
+	memcpy(d, slot_data(ex, ex->slots.seq, s->peer, 0), sizeof(d));
 	for (unsigned b = 0; b < 2 && !ex->err; b++)
 		if (d[b].len != ex->descs[b].len)
 			exec_set_error(ex, WEFT_ERR_MISMATCH,
@@ -466,9 +481,10 @@ static void peer_bufs_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
  * published can be read as what we expect. */
 static void peer_sig_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
-	uint64_t sig = atomic_load_explicit(word_at(ex, s->peer, ex->off_ready + SLOT_SIG_OFF),
+	uint64_t seq = part_seq(ex, s);
+	uint64_t sig = atomic_load_explicit(word_at(ex, s->peer, ready_at(ex, seq) + SLOT_SIG_OFF),
 					    memory_order_relaxed);
-	uint64_t count = atomic_load_explicit(word_at(ex, s->peer, ex->off_ready + SLOT_COUNT_OFF),
+	uint64_t count = atomic_load_explicit(word_at(ex, s->peer, ready_at(ex, seq) + SLOT_COUNT_OFF),
 					      memory_order_relaxed);
 	uint64_t mine = ex->v->slot_sig;
 	const uint64_t algo = (uint64_t)0xff << WT_SCHED_SIG_ALGO_SHIFT;
@@ -503,7 +519,7 @@ static void peer_sig_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
  * that failed its share of the call. */
 static void slot_wait_met(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
-	ex->turn_met |= s->type == WT_SCHED_SLOT_FREE && s->peer == ex->rank;
+	ex->turn_met |= s->type == WT_SCHED_SLOT_FREE && s->peer == ex->rank && s->part == 0;
 	if (s->type == WT_SCHED_SLOT_WAIT)
 		peer_sig_check(ex, s);
 	if (s->type == WT_SCHED_SLOT_WAIT && ex->v->uses_peers && !ex->err)
@@ -532,35 +548,37 @@ static void slot_wake_now(wt_sched_exec_t *ex)
  * on its way to the peer. */
 static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
+	uint64_t seq = part_seq(ex, s);
+
 	if (s->type == WT_SCHED_SLOT_PUT) {
+		size_t ready = ready_at(ex, seq);
+
 		if (ex->v->uses_peers) {
-			memcpy(slot_data(ex, ex->rank, 0), ex->descs, sizeof(ex->descs));
+			memcpy(slot_data(ex, seq, ex->rank, 0), ex->descs, sizeof(ex->descs));
 			atomic_store_explicit(slot_fail_word(ex, ex->rank), 0,
 					      memory_order_relaxed);
 			ex->published = 1;
 		}
 		if (s->len)
-			memcpy(slot_data(ex, ex->rank, s->off), bind(ex, s->src_buf, s->src_off),
-			       s->len);
-		atomic_store_explicit(word_at(ex, ex->rank, ex->off_ready + SLOT_SIG_OFF),
-				      ex->v->slot_sig, memory_order_relaxed);
-		atomic_store_explicit(word_at(ex, ex->rank, ex->off_ready + SLOT_COUNT_OFF),
+			memcpy(slot_data(ex, seq, ex->rank, s->off),
+			       bind(ex, s->src_buf, s->src_off), s->len);
+		atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_SIG_OFF), ex->v->slot_sig,
+				      memory_order_relaxed);
+		atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_COUNT_OFF),
 				      ex->v->args->count, memory_order_relaxed);
-		atomic_store_explicit(word_at(ex, ex->rank, ex->off_ready), ex->slots.seq,
-				      memory_order_release);
+		atomic_store_explicit(word_at(ex, ex->rank, ready), seq, memory_order_release);
 		ex->wake_due = 1;
 		return;
 	}
-	atomic_store_explicit(word_at(ex, ex->rank, ex->off_done), ex->slots.seq,
-			      memory_order_release);
-	ex->released = 1;
+	atomic_store_explicit(word_at(ex, ex->rank, done_at(ex, seq)), seq, memory_order_release);
+	ex->released++;
 	slot_wake_now(ex);
 }
 
 static void slot_read(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
 	void *dst = bind(ex, s->buf, s->off);
-	const uint8_t *src = slot_data(ex, s->peer, s->src_off);
+	const uint8_t *src = slot_data(ex, part_seq(ex, s), s->peer, s->src_off);
 
 	if (!s->len)
 		return;
@@ -582,7 +600,7 @@ static int step_waits(const wt_sched_step_t *s)
 static weft_status_t peer_desc_of(wt_sched_exec_t *ex, const wt_sched_step_t *s, int peer,
 				  unsigned which, size_t off, size_t len, wt_util_umem_desc_t *d)
 {
-	memcpy(d, slot_data(ex, peer, which * sizeof(*d)), sizeof(*d));
+	memcpy(d, slot_data(ex, ex->slots.seq, peer, which * sizeof(*d)), sizeof(*d));
 	if (off <= d->len && len <= d->len - off)
 		return WEFT_OK;
 	exec_set_error(ex, WEFT_ERR_MISMATCH,
@@ -805,11 +823,13 @@ static void exec_maybe_finish(wt_sched_exec_t *ex)
 		return;
 	/* A failed slot call reads nothing more: release it, so the communicator's later calls
 	 * are not held up by it (in call order only: not before the previous call's release). */
-	if (ex->err && ex->turn_met && !ex->released) {
+	if (ex->err && ex->turn_met && ex->released < ex->v->slot_parts) {
 		if (ex->published)
 			atomic_store_explicit(slot_fail_word(ex, ex->rank), ex->slots.seq,
 					      memory_order_relaxed);
-		slot_signal(ex, &(wt_sched_step_t){.type = WT_SCHED_SLOT_DONE});
+		while (ex->released < ex->v->slot_parts)
+			slot_signal(ex, &(wt_sched_step_t){.type = WT_SCHED_SLOT_DONE,
+							   .part = ex->released});
 	}
 	ex->status = ex->err;
 	/* done may free ex: nothing touches it afterwards. */
@@ -1177,6 +1197,7 @@ static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *
 	}
 	ex->slots.small = ex->v->slot_small;
 	ex->slots.extent = need;
+	ex->slots.nseq = ex->v->slot_parts;
 	st = net->slots(net->ctx, &ex->slots);
 	if (st != WEFT_OK)
 		return st;
@@ -1188,15 +1209,6 @@ static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *
 	/* A region without a small ring serves every call from the large one (and the network
 	 * numbers them all in one sequence). */
 	ex->ring = ex->geom[ex->slots.small && ex->geom[1].stride];
-	{
-		unsigned slot = (unsigned)(ex->slots.seq & (ex->ring.depth - 1));
-		unsigned prev = (unsigned)((ex->slots.seq - 1) & (ex->ring.depth - 1));
-
-		ex->off_ready = ready_off(&ex->ring, slot);
-		ex->off_prev_ready = ready_off(&ex->ring, prev);
-		ex->off_done = done_off(&ex->ring, slot);
-		ex->off_prev_done = done_off(&ex->ring, prev);
-	}
 	if (!ex->slots.region || ring_capacity(&ex->ring) < need) {
 		WT_ERROR("schedule: %s plan needs slots of %zu bytes, the regions hold %zu",
 			 wt_sched_plan_algo(ex->plan), need, ring_capacity(&ex->ring));

@@ -31,6 +31,10 @@ typedef struct {
 	/* Set by the executor before it calls slots: how many bytes of a slot the plan touches
 	 * (the view's slot_extent), so the network can warm what no call used before. */
 	size_t extent;
+	/* Set by the executor before it calls slots: how many consecutive slot calls this
+	 * execution takes (its plan's slot_parts, at least 1). seq is the first; the network
+	 * numbers the next call after the last. */
+	unsigned nseq;
 } wt_sched_slots_t;
 
 /* A region (the executor's layout, exec.c) holds two rings of slots. The large one has

@@ -38,6 +38,8 @@ struct wt_sched_plan {
 	int last_fence;	       /* vertex id of the last fence, -1 if none */
 	int uses_slots;	       /* a slot step was added */
 	int slot_turn;	       /* the SLOT_FREE on our own rank, -1 until made */
+	unsigned slot_part;    /* the part new slot steps belong to */
+	unsigned slot_parts;   /* parts: the highest part of a slot step + 1 */
 	int uses_peers;	       /* a peer step was added */
 	size_t slot_extent;
 };
@@ -471,13 +473,31 @@ static int slot_step(wt_sched_plan_t *p, wt_sched_step_type_t type, int peer, wt
 	s.buf = (uint8_t)dst;
 	s.src_buf = (uint8_t)src;
 	s.peer = peer;
+	s.part = p ? p->slot_part : 0;
 	s.off = dst_off;
 	s.src_off = src_off;
 	s.len = len;
 	id = plan_add(p, &s, ndeps, deps);
-	if (id >= 0)
+	if (id >= 0) {
 		p->uses_slots = 1;
+		if (p->slot_parts < p->slot_part + 1)
+			p->slot_parts = p->slot_part + 1;
+	}
 	return id;
+}
+
+void wt_sched_slot_part(wt_sched_plan_t *p, unsigned part)
+{
+	if (!p || p->err || p->finalized)
+		return;
+	if (part < p->slot_part) {
+		wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "slot part %u after part %u (parts go up)",
+			      part, p->slot_part);
+		return;
+	}
+	if (part != p->slot_part)
+		p->slot_turn = -1; /* each part waits for its own turn */
+	p->slot_part = part;
 }
 
 static int slot_free_step(wt_sched_plan_t *p, int peer)
@@ -649,9 +669,15 @@ int wt_sched_slot_done(wt_sched_plan_t *p)
 			return -1;
 		}
 		deps[n++] = turn;
+		/* the waits, the reads and the PUT of this part (slot call) of the plan: a
+		 * release before a wait is met (a barrier reads nothing) would let the peer
+		 * publish a call WT_SCHED_SLOT_DEPTH later into the slot we have yet to see,
+		 * which a broadcast root running ahead of its readers does */
 		for (size_t i = 0; i < p->nsteps; i++)
-			if (step_reads_slot(&p->steps[i]) || step_is_peer(&p->steps[i]) ||
-			    p->steps[i].type == WT_SCHED_SLOT_PUT)
+			if ((step_reads_slot(&p->steps[i]) || step_is_peer(&p->steps[i]) ||
+			     p->steps[i].type == WT_SCHED_SLOT_PUT ||
+			     p->steps[i].type == WT_SCHED_SLOT_WAIT) &&
+			    p->steps[i].part == p->slot_part)
 				deps[n++] = (int)i;
 	}
 	id = slot_step(p, WT_SCHED_SLOT_DONE, -1, WT_SCHED_BUF_SLOT, 0, WT_SCHED_BUF_SLOT, 0, 0, n,
@@ -1152,16 +1178,19 @@ static weft_status_t build_successors(wt_sched_plan_t *p)
 					 .uses_peers = p->uses_peers,
 					 .in_order = plan_in_order(p),
 					 .slot_small = plan_slot_small(p),
-					 .slot_sig = plan_slot_sig(p)};
+					 .slot_sig = plan_slot_sig(p),
+					 .slot_parts = p->slot_parts ? p->slot_parts : 1};
 	return WEFT_OK;
 }
 
-typedef int (*step_match_fn_t)(const wt_sched_plan_t *p, uint32_t id, int arg);
+/* part: the slot call of the step the search starts from (see wt_sched_slot_part). */
+typedef int (*step_match_fn_t)(const wt_sched_plan_t *p, uint32_t id, int arg, uint32_t part);
 
 /* 1 if step `from` depends (transitively) on a step that match() accepts. */
 static int reaches(const wt_sched_plan_t *p, size_t from, uint8_t *seen, uint32_t *stack,
 		   step_match_fn_t match, int arg)
 {
+	uint32_t part = p->steps[from].part;
 	size_t sp = 0;
 
 	memset(seen, 0, p->nsteps);
@@ -1175,7 +1204,7 @@ static int reaches(const wt_sched_plan_t *p, size_t from, uint8_t *seen, uint32_
 
 			if (seen[d])
 				continue;
-			if (match(p, d, arg))
+			if (match(p, d, arg, part))
 				return 1;
 			seen[d] = 1;
 			stack[sp++] = d;
@@ -1184,19 +1213,22 @@ static int reaches(const wt_sched_plan_t *p, size_t from, uint8_t *seen, uint32_
 	return 0;
 }
 
-static int is_wait_for(const wt_sched_plan_t *p, uint32_t id, int peer)
+static int is_wait_for(const wt_sched_plan_t *p, uint32_t id, int peer, uint32_t part)
 {
-	return p->steps[id].type == WT_SCHED_SLOT_WAIT && p->steps[id].peer == peer;
+	return p->steps[id].type == WT_SCHED_SLOT_WAIT && p->steps[id].peer == peer &&
+	       p->steps[id].part == part;
 }
 
-static int is_free_for(const wt_sched_plan_t *p, uint32_t id, int peer)
+static int is_free_for(const wt_sched_plan_t *p, uint32_t id, int peer, uint32_t part)
 {
-	return p->steps[id].type == WT_SCHED_SLOT_FREE && p->steps[id].peer == peer;
+	return p->steps[id].type == WT_SCHED_SLOT_FREE && p->steps[id].peer == peer &&
+	       p->steps[id].part == part;
 }
 
-static int is_step(const wt_sched_plan_t *p, uint32_t id, int which)
+static int is_step(const wt_sched_plan_t *p, uint32_t id, int which, uint32_t part)
 {
 	(void)p;
+	(void)part;
 	return id == (uint32_t)which;
 }
 
@@ -1286,49 +1318,58 @@ static weft_status_t check_peer_plan(wt_sched_plan_t *p, size_t nput, size_t put
  * the PUT follows a SLOT_FREE of every peer. The executor and the peers' plans rely on it. */
 static void check_slots(wt_sched_plan_t *p)
 {
-	size_t nput = 0, ndone = 0, done_at = 0, put_at = 0;
-	uint8_t *seen;
-	uint32_t *stack;
+	unsigned np = p->slot_parts ? p->slot_parts : 1;
+	size_t *at = calloc((size_t)np * 4, sizeof(*at)); /* nput, put_at, ndone, done_at */
+	uint8_t *seen = NULL;
+	uint32_t *stack = NULL;
 
-	for (size_t i = 0; i < p->nsteps; i++) {
+	if (!at) {
+		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory checking the slot steps");
+		return;
+	}
+	for (size_t i = 0; i < p->nsteps && !p->err; i++) {
 		const wt_sched_step_t *s = &p->steps[i];
+		size_t *a = at + (size_t)s->part * 4;
 
-		if (step_is_slot(s) && s->type != WT_SCHED_SLOT_DRAIN && ndone) {
+		if (!step_is_slot(s))
+			continue;
+		if (s->type != WT_SCHED_SLOT_DRAIN && a[2]) {
 			wt_sched_fail(p, WEFT_ERR_INVALID_ARG, "step %zu: %s after the SLOT_DONE",
 				      i, wt_sched_step_type_name(s->type));
-			return;
-		}
-		if (s->type == WT_SCHED_SLOT_PUT) {
-			nput++;
-			put_at = i;
+		} else if (s->type == WT_SCHED_SLOT_PUT) {
+			a[0]++;
+			a[1] = i;
 			if (s->off + s->len > p->slot_extent)
 				p->slot_extent = s->off + s->len;
 		} else if (s->type == WT_SCHED_SLOT_DONE) {
-			ndone++;
-			done_at = i;
+			a[2]++;
+			a[3] = i;
 		} else if (step_reads_slot(s) && s->src_off + s->len > p->slot_extent) {
 			p->slot_extent = s->src_off + s->len;
 		}
 	}
-	if (nput > 1 || ndone != 1) {
+	for (unsigned k = 0; k < np && !p->err; k++)
+		if (at[k * 4] > 1 || at[k * 4 + 2] != 1)
+			wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+				      "a slot plan needs at most one SLOT_PUT (has %zu) and exactly "
+				      "one SLOT_DONE (has %zu) per slot call (part %u of %u)",
+				      at[k * 4], at[k * 4 + 2], k, np);
+	if (!p->err && p->uses_peers && np > 1)
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
-			      "a slot plan needs at most one SLOT_PUT (has %zu) and exactly one "
-			      "SLOT_DONE (has %zu)",
-			      nput, ndone);
-		return;
-	}
-	if (p->uses_peers && check_peer_plan(p, nput, put_at))
-		return;
-	seen = malloc(p->nsteps);
-	stack = malloc(p->nsteps * sizeof(*stack));
-	if (!seen || !stack) {
-		free(seen);
-		free(stack);
-		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory checking the slot steps");
-		return;
+			      "a plan with peer steps takes one slot call, not %u", np);
+	if (!p->err && p->uses_peers)
+		(void)check_peer_plan(p, at[0], at[1]);
+	if (!p->err) {
+		seen = malloc(p->nsteps);
+		stack = malloc(p->nsteps * sizeof(*stack));
+		if (!seen || !stack)
+			wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory checking the slot steps");
 	}
 	for (size_t i = 0; i < p->nsteps && !p->err; i++)
-		check_slot_order(p, i, put_at, done_at, seen, stack);
+		if (step_is_slot(&p->steps[i]))
+			check_slot_order(p, i, at[p->steps[i].part * 4 + 1],
+					 at[p->steps[i].part * 4 + 3], seen, stack);
+	free(at);
 	free(seen);
 	free(stack);
 }
@@ -1498,6 +1539,8 @@ static void dump_step(const wt_sched_plan_t *p, size_t i, FILE *out)
 	if (step_is_conv(s))
 		fprintf(out, " <- %s[%zu+%zu] %s", wt_sched_buf_name(s->src_buf), s->src_off,
 			wt_sched_step_src_len(p, s), wt_util_dtype_name((weft_dtype_t)s->wire));
+	if (step_is_slot(s) && p->slot_parts > 1)
+		fprintf(out, " part %u", s->part);
 	for (uint32_t k = 0; k < s->ndeps; k++)
 		fprintf(out, "%s%u", k ? "," : " deps ", p->deps[s->dep_start + k]);
 	fputc('\n', out);

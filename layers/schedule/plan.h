@@ -134,6 +134,7 @@ typedef struct {
 				    * PEER_REDUCE: WT_SCHED_PEER_FROM_SEND or 0 */
 	int32_t peer;		   /* SEND / RECV* / SLOT_* but PUT, DONE: communicator rank */
 	uint32_t msg;		   /* SEND / RECV*: index among messages to/from that peer */
+	uint32_t part;		   /* slot steps: the plan's slot call (wt_sched_slot_part) */
 	size_t off, src_off, len;  /* bytes */
 	uint32_t dep_start, ndeps; /* into plan->deps */
 } wt_sched_step_t;
@@ -264,6 +265,15 @@ int wt_sched_peer_write_stream(wt_sched_plan_t *p, int peer, size_t peer_off, wt
  * the writes go around the caches (WT_SCHED_COPY_STREAM). The plan's op, SUM for AVG. */
 int wt_sched_peer_reduce_out(wt_sched_plan_t *p, int peer, size_t off, wt_sched_buf_t src,
 			     size_t src_off, size_t len, int stream, int ndeps, const int *deps);
+/* Slot steps added after this belong to slot call `part` of the plan (0 until it is
+ * called; parts in increasing order). A plan of several parts takes as many consecutive slot
+ * calls (the view's slot_parts). Each part is a slot call of its own: at most one SLOT_PUT,
+ * exactly one SLOT_DONE, its own turn, and waits and reads that name its own call, so a call
+ * larger than a slot goes through the slots in pieces, its publisher running up to the
+ * ring's depth of pieces ahead of the readers. Plans with peer steps have one part. */
+void wt_sched_slot_part(wt_sched_plan_t *p, unsigned part);
+/* The most parts an algorithm splits a call into (larger calls take the message path). */
+#define WT_SCHED_SLOT_MAX_PARTS 256
 /* The PUT of a plan with peer steps: publishes where our buffers are (and that we entered
  * the call), no data. A rank with no peer step of its own (an empty share) still publishes:
  * its peers use its buffers. */
@@ -345,6 +355,9 @@ typedef struct {
 	 * hash of the algorithm's name, the dtype, the op and the root at the WT_SCHED_SIG_*
 	 * shifts (with args.count beside it). */
 	uint64_t slot_sig;
+	/* Consecutive slot calls the plan takes (wt_sched_slot_part): 1 for most, more for a
+	 * call that goes through the slots in pieces. */
+	unsigned slot_parts;
 } wt_sched_plan_view_t;
 const wt_sched_plan_view_t *wt_sched_plan_view(const wt_sched_plan_t *p);
 /* The executor keeps one finished execution's memory on its plan for the next execution

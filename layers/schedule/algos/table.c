@@ -219,10 +219,24 @@ static double c_ar_direct(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 	return 2 * slot_flags(a, c) + m * c->gamma + (n - 1) / n * m * c->beta;
 }
 
+/* Slots of part bytes (whole elements) hold a call whose piece per rank is m bytes in this
+ * many parts, one round of flags each (slots.c); 0 where the slots cannot take it. */
+static double slot_parts(const wt_sched_args_t *a, double m)
+{
+	size_t es = wt_util_dtype_size(a->dtype), part = es ? a->slot_bytes / es * es : 0;
+	double parts = part && m > part ? ceil(m / (double)part) : 1;
+
+	return part == 0 || parts > WT_SCHED_SLOT_MAX_PARTS ? 0 : parts;
+}
+
+/* A block larger than a slot goes in parts (slots.c). */
 static double c_ag_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 {
-	double m = elem_bytes(a);
-	return slot_cost(a, c, m, (a->size - 1) * m);
+	double m = elem_bytes(a), parts = slot_parts(a, m);
+
+	if (parts == 0)
+		return HUGE_VAL;
+	return parts * slot_flags(a, c) + (m + (a->size - 1) * m * read_share(c)) * c->gamma;
 }
 
 static double c_rs_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
@@ -233,17 +247,18 @@ static double c_rs_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 
 /* A broadcast through the slots moves each byte as one message does through a ring (the
  * root copies it in, a reader copies it out; the readers at once), without the message's
- * alpha and rendezvous: priced as one message's bytes (beta; reads at slot_read of it).
+ * alpha and rendezvous: priced as one message's bytes (beta; reads at slot_read of it),
+ * plus a round of flags per slot's worth of it.
  * Measured, 2 ranks with a core each, weft-perf -n 50, binomial / slots: 16 KiB 1.26-2.66 /
  * 0.88-1.45 us, 64 KiB 2.80-5.37 / 1.63-2.49, 256 KiB 8.6-15.4 / 5.1-11.5; priced with
  * gamma per pass, as the reductions are, the model kept binomial from 18 KiB up. */
 static double c_bc_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 {
-	double m = elem_bytes(a);
+	double m = elem_bytes(a), parts = slot_parts(a, m);
 
-	if (!slot_fits(a, m))
+	if (parts == 0)
 		return HUGE_VAL;
-	return slot_flags(a, c) + m * c->beta * read_share(c);
+	return parts * slot_flags(a, c) + m * c->beta * read_share(c);
 }
 
 static double c_rd_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)

@@ -195,7 +195,10 @@ static void do_allgather(weft_comm_t *comm, weft_dtype_t dt, size_t count, int i
 	free(d);
 }
 
-static void do_broadcast(weft_comm_t *comm, weft_dtype_t dt, size_t count, int root, unsigned salt)
+/* overlap: issued as a request, with a tiny allreduce started and finished before it is
+ * waited for (the slot calls of both must number alike everywhere). */
+static void do_broadcast_ex(weft_comm_t *comm, weft_dtype_t dt, size_t count, int root,
+			    unsigned salt, int overlap)
 {
 	int me = weft_comm_rank(comm);
 	size_t es = tv_dt_size(dt);
@@ -205,8 +208,21 @@ static void do_broadcast(weft_comm_t *comm, weft_dtype_t dt, size_t count, int r
 	memset(b, 0x5a, count * es);
 	for (size_t i = 0; me == root && i < count; i++)
 		tv_put(b, dt, i, val(WEFT_SUM, dt, root, i, salt));
-	snprintf(what, sizeof(what), "broadcast %s count %zu root %d", dt_name(dt), count, root);
-	check_status(comm, weft_broadcast(b, count, dt, root, comm, NULL), what);
+	snprintf(what, sizeof(what), "broadcast %s count %zu root %d%s", dt_name(dt), count, root,
+		 overlap ? " (request)" : "");
+	if (overlap) {
+		weft_request_t *req = NULL;
+		float x = 1, y = 0;
+
+		check_status(comm, weft_broadcast(b, count, dt, root, comm, &req), what);
+		check_status(comm, weft_allreduce(&x, &y, 1, WEFT_FLOAT32, WEFT_SUM, comm, NULL),
+			     "allreduce beside a broadcast");
+		if (y != (float)weft_comm_size(comm))
+			fail("allreduce beside a broadcast gave %g", (double)y);
+		check_status(comm, weft_wait(&req), what);
+	} else {
+		check_status(comm, weft_broadcast(b, count, dt, root, comm, NULL), what);
+	}
 	for (size_t i = 0; i < count; i++) {
 		double want = val(WEFT_SUM, dt, root, i, salt);
 
@@ -216,6 +232,11 @@ static void do_broadcast(weft_comm_t *comm, weft_dtype_t dt, size_t count, int r
 		}
 	}
 	free(b);
+}
+
+static void do_broadcast(weft_comm_t *comm, weft_dtype_t dt, size_t count, int root, unsigned salt)
+{
+	do_broadcast_ex(comm, dt, count, root, salt, 0);
 }
 
 static void do_alltoall(weft_comm_t *comm, weft_dtype_t dt, size_t count, int in_place,
@@ -474,6 +495,19 @@ static void section_mid(weft_comm_t *world)
 			do_alltoall(world, WEFT_INT32, per, ip, salt++);
 		}
 		do_broadcast(world, WEFT_FLOAT32, c, (int)(salt % (unsigned)n), salt);
+		salt++;
+	}
+	/* Broadcasts and allgathers past a slot go in parts, one slot call each, more of them
+	 * than the ring is deep: blocking (allgather in place too) and as a request beside
+	 * another call. */
+	for (int ip = 0; ip < 2 && !g_fail; ip++)
+		do_allgather(world, WEFT_FLOAT32, 2 * 262144 + 5, ip, salt++);
+	for (int overlap = 0; overlap < 2 && !g_fail; overlap++) {
+		do_broadcast_ex(world, WEFT_INT32, 3 * 262144 + 7, (int)(salt % (unsigned)n), salt,
+				overlap);
+		salt++;
+		do_broadcast_ex(world, WEFT_FLOAT32, 6 * 262144 + 1, (int)(salt % (unsigned)n),
+				salt, overlap);
 		salt++;
 	}
 	after = frames_sent(world);

@@ -234,7 +234,10 @@ static weft_status_t sim_slots(void *ctx, wt_sched_slots_t *out)
 
 	assert_non_null(s->regions);
 	/* one sequence per ring when the regions have a small one (exec.h) */
-	out->seq = ++r->slot_seq[out->small && wt_sched_slot_small_capacity(s->region_bytes) > 0];
+	int ring = out->small && wt_sched_slot_small_capacity(s->region_bytes) > 0;
+
+	out->seq = r->slot_seq[ring] + 1;
+	r->slot_seq[ring] += out->nseq > 1 ? out->nseq : 1;
 	out->region = s->regions;
 	out->region_bytes = s->region_bytes;
 	return WEFT_OK;

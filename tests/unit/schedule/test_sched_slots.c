@@ -433,8 +433,9 @@ static void run_sequence(const cfg_t *cfgs, int ncalls, int n, uint64_t seed)
 		for (int r = 0; r < n; r++) {
 			cfg_name(&cfgs[k], name, sizeof(name));
 			if (done[k][r].calls != 1 || done[k][r].st != WEFT_OK)
-				fail_msg("%s: rank %d done %d times, status %d (deadlock?)", name,
-					 r, done[k][r].calls, (int)wt_sched_exec_status(ex[k][r]));
+				fail_msg("%s: rank %d done %d times, status %d (deadlock?) %s",
+					 name, r, done[k][r].calls,
+					 (int)wt_sched_exec_status(ex[k][r]), done[k][r].msg);
 			check_rank(&cfgs[k], r, &b[k][r], name);
 			wt_sched_exec_free(ex[k][r]);
 			wt_sched_plan_unref(plan[k][r]);
@@ -633,6 +634,157 @@ static void test_root_runs_ahead(void **state)
 		simnet_free(sim);
 	}
 	g_region = REGION;
+}
+
+/* A broadcast or an allgather larger than a slot goes in parts, one slot call each: in
+ * sequences with other slot calls and message calls (numbering skips the parts), every
+ * root, in place and not, part counts past the ring's depth and a last part that is short; and a
+ * root started alone publishes the ring's depth of parts, then waits for its readers before it
+ * reuses a slot. */
+static void test_broadcast_parts(void **state)
+{
+	size_t per = wt_sched_slot_capacity(REGION) / 4; /* int32 elements in a slot */
+	uint64_t seed = 60000;
+
+	(void)state;
+	for (int n = 2; n <= 5; n++)
+		for (int rep = 0; rep < 3; rep++) {
+			cfg_t cfgs[SEQ_CALLS];
+
+			for (int k = 0; k < SEQ_CALLS; k++) {
+				cfgs[k] =
+				    mixed_call(seed, k, n, 3, 1 + (seed + (uint64_t)k) % 9, 4);
+				if (k % 3 == 0) {
+					cfgs[k].coll = WT_COLL_BROADCAST;
+					cfgs[k].algo = "slots";
+					cfgs[k].count =
+					    per * (size_t)(1 +
+							   (k + rep) % (WT_SCHED_SLOT_DEPTH + 3)) +
+					    (size_t)(rep % 2) * 5;
+				} else if (k % 3 == 1) {
+					/* blocks of several slots, in place and not */
+					cfgs[k].coll = WT_COLL_ALLGATHER;
+					cfgs[k].algo = "slots";
+					cfgs[k].count =
+					    per * (size_t)(2 + (k + rep) % WT_SCHED_SLOT_DEPTH) + 3;
+				}
+			}
+			run_sequence(cfgs, SEQ_CALLS, n, seed++);
+		}
+	{
+		enum { N = 3, PARTS = WT_SCHED_SLOT_DEPTH + 2 };
+		simnet_t *sim = simnet_new(N, 4343);
+		cfg_t c = {.coll = WT_COLL_BROADCAST,
+			   .n = N,
+			   .count = per * PARTS - 1,
+			   .dt = WEFT_INT32,
+			   .op = WEFT_SUM,
+			   .root = 1,
+			   .seed = 4343,
+			   .algo = "slots"};
+		wt_sched_plan_t *plan[N];
+		wt_sched_exec_t *ex[N];
+		st_done_t done[N];
+		rbuf_t b[N];
+		char name[256];
+
+		memset(done, 0, sizeof(done));
+		simnet_enable_slots(sim, REGION, 77);
+		cfg_name(&c, name, sizeof(name));
+		for (int r = 0; r < N; r++) {
+			wt_sched_args_t a = args_of(&c, r);
+
+			setup(&c, r, &b[r]);
+			st_build(&a, algo_of(&c), name, &plan[r]);
+			assert_int_equal(wt_sched_plan_view(plan[r])->slot_parts, PARTS);
+		}
+		assert_int_equal(wt_sched_exec_start(plan[1], simnet_net(sim, 1), TAG(0), b[1].send,
+						     b[1].recv, st_on_done, &done[1], &ex[1]),
+				 WEFT_OK);
+		simnet_run(sim);
+		assert_int_equal(done[1].calls, 0); /* parts past the depth wait for readers */
+		for (int r = 0; r < N; r += 2)
+			assert_int_equal(wt_sched_exec_start(plan[r], simnet_net(sim, r), TAG(0),
+							     b[r].send, b[r].recv, st_on_done,
+							     &done[r], &ex[r]),
+					 WEFT_OK);
+		simnet_run(sim);
+		for (int r = 0; r < N; r++) {
+			assert_int_equal(done[r].calls, 1);
+			assert_int_equal(done[r].st, WEFT_OK);
+			check_rank(&c, r, &b[r], name);
+			wt_sched_exec_free(ex[r]);
+			wt_sched_plan_unref(plan[r]);
+			free_rbuf(&b[r]);
+		}
+		simnet_free(sim);
+	}
+}
+
+/* A rank releases a slot call only once it saw every peer's flag of it: rank 0 enters a
+ * barrier first, so its peer's flag is not up yet; the peer then runs the barrier and
+ * WT_SCHED_SLOT_DEPTH broadcasts as root without anyone stepping between them. The last
+ * broadcast reuses the barrier's slot and must wait until rank 0 has seen the barrier's
+ * flag there (a release before the wait let it overwrite the flag, and rank 0 then read
+ * the broadcast as its barrier: MISMATCH). */
+static void test_release_after_waits(void **state)
+{
+	enum { N = 2, CALLS = WT_SCHED_SLOT_DEPTH + 1 };
+	simnet_t *sim = simnet_new(N, 4444);
+	wt_sched_plan_t *plan[CALLS][N];
+	wt_sched_exec_t *ex[CALLS][N];
+	st_done_t done[CALLS][N];
+	rbuf_t b[CALLS][N];
+	cfg_t c[CALLS];
+	char name[256];
+
+	(void)state;
+	memset(done, 0, sizeof(done));
+	simnet_enable_slots(sim, REGION, 77);
+	for (int k = 0; k < CALLS; k++) {
+		c[k] = (cfg_t){.coll = k ? WT_COLL_BROADCAST : WT_COLL_BARRIER,
+			       .n = N,
+			       .count = 3,
+			       .dt = WEFT_INT32,
+			       .op = WEFT_SUM,
+			       .root = 1,
+			       .seed = 4444,
+			       .call = k};
+		cfg_name(&c[k], name, sizeof(name));
+		for (int r = 0; r < N; r++) {
+			wt_sched_args_t a = args_of(&c[k], r);
+
+			setup(&c[k], r, &b[k][r]);
+			st_build(&a, algo_of(&c[k]), name, &plan[k][r]);
+		}
+	}
+	assert_int_equal(wt_sched_exec_start(plan[0][0], simnet_net(sim, 0), TAG(0), b[0][0].send,
+					     b[0][0].recv, st_on_done, &done[0][0], &ex[0][0]),
+			 WEFT_OK);
+	for (int k = 0; k < CALLS; k++)
+		assert_int_equal(wt_sched_exec_start(plan[k][1], simnet_net(sim, 1), TAG(k),
+						     b[k][1].send, b[k][1].recv, st_on_done,
+						     &done[k][1], &ex[k][1]),
+				 WEFT_OK);
+	simnet_run(sim);
+	for (int k = 1; k < CALLS; k++)
+		assert_int_equal(wt_sched_exec_start(plan[k][0], simnet_net(sim, 0), TAG(k),
+						     b[k][0].send, b[k][0].recv, st_on_done,
+						     &done[k][0], &ex[k][0]),
+				 WEFT_OK);
+	simnet_run(sim);
+	for (int k = 0; k < CALLS; k++)
+		for (int r = 0; r < N; r++) {
+			cfg_name(&c[k], name, sizeof(name));
+			if (done[k][r].calls != 1 || done[k][r].st != WEFT_OK)
+				fail_msg("%s: rank %d done %d times, status %d: %s", name, r,
+					 done[k][r].calls, (int)done[k][r].st, done[k][r].msg);
+			check_rank(&c[k], r, &b[k][r], name);
+			wt_sched_exec_free(ex[k][r]);
+			wt_sched_plan_unref(plan[k][r]);
+			free_rbuf(&b[k][r]);
+		}
+	simnet_free(sim);
 }
 
 /* ---- failures ---- */
@@ -1369,14 +1521,28 @@ static void test_selection(void **state)
 							   ? "barrier:!slots"
 							   : "allreduce:!slots,!slots"),
 						"slots");
-			/* large: never (does not fit) */
-			if (colls[ci] != WT_COLL_BARRIER)
+			/* large: never (does not fit), but a broadcast or an allgather, which
+			 * go in parts of a slot up to WT_SCHED_SLOT_MAX_PARTS of them */
+			int parts_ok =
+			    colls[ci] == WT_COLL_BROADCAST || colls[ci] == WT_COLL_ALLGATHER;
+
+			if (colls[ci] != WT_COLL_BARRIER && !parts_ok)
 				assert_string_not_equal(chosen(colls[ci], 1 << 20, n, cap, NULL),
 							"slots");
+			if (colls[ci] == WT_COLL_BROADCAST && n > 2)
+				assert_string_equal(chosen(colls[ci], cap / 4 * 16, n, cap, NULL),
+						    "slots");
+			if (parts_ok)
+				assert_string_not_equal(
+				    chosen(colls[ci], cap / 4 * WT_SCHED_SLOT_MAX_PARTS + 1, n, cap,
+					   NULL),
+				    "slots");
 		}
 	/* A broadcast takes the slots whenever it fits them, with the shm cost and slots of
-	 * the API's core-per-rank size (priced as one message's bytes without its alpha), and
-	 * the message path one element past: 64 KiB and 256 KiB at 2, 4 and 8 ranks. */
+	 * the API's core-per-rank size (priced as one message's bytes without its alpha): 64 KiB
+	 * and 256 KiB at 2, 4 and 8 ranks; past a slot it goes in parts, a round of flags
+	 * each, which 2 ranks price above one message from 1 MiB (the message path takes it)
+	 * and more ranks below the chain's hops. */
 	for (int n = 2; n <= 8; n *= 2) {
 		size_t most = WT_SCHED_SLOT_CORE_BYTES / 4;
 
@@ -1384,9 +1550,36 @@ static void test_selection(void **state)
 		    chosen(WT_COLL_BROADCAST, 16384, n, WT_SCHED_SLOT_CORE_BYTES, NULL), "slots");
 		assert_string_equal(
 		    chosen(WT_COLL_BROADCAST, most, n, WT_SCHED_SLOT_CORE_BYTES, NULL), "slots");
-		assert_string_not_equal(
-		    chosen(WT_COLL_BROADCAST, most + 1, n, WT_SCHED_SLOT_CORE_BYTES, NULL),
-		    "slots");
+		if (n == 2)
+			assert_string_not_equal(
+			    chosen(WT_COLL_BROADCAST, 1 << 20, n, WT_SCHED_SLOT_CORE_BYTES, NULL),
+			    "slots");
+		else
+			assert_string_equal(
+			    chosen(WT_COLL_BROADCAST, 1 << 20, n, WT_SCHED_SLOT_CORE_BYTES, NULL),
+			    "slots");
+	}
+	/* With more ranks than cores (the API's cost: alpha 6.5x, slot reads at 0.3 of gamma,
+	 * 1 MiB slots) an allgather of 1 and 4 MiB blocks goes through the slots in parts; with
+	 * a core per rank (shm cost, core-per-rank slots) 2 ranks keep the ring. */
+	{
+		const wt_sched_cost_t over = {9.75e-6, 1 / 6e9, 1 / 8e9, 0.3};
+		size_t big = wt_sched_slot_capacity(BIG_REGION);
+
+		for (size_t count = 1 << 18; count <= (1 << 20); count <<= 2) {
+			wt_sched_args_t a =
+			    st_args(WT_COLL_ALLGATHER, count, WEFT_FLOAT32, WEFT_SUM, 0, 4, 0, 0);
+			const wt_sched_algo_t *algo = NULL;
+			char err[200];
+
+			a.slot_bytes = big;
+			assert_int_equal(
+			    wt_sched_algo_choose(&a, NULL, &over, &algo, err, sizeof(err)),
+			    WEFT_OK);
+			assert_string_equal(algo->name, "slots");
+		}
+		assert_string_equal(
+		    chosen(WT_COLL_ALLGATHER, 1 << 18, 2, WT_SCHED_SLOT_CORE_BYTES, NULL), "ring");
 	}
 	/* forcing without slots is the caller's error, reported by the build */
 	{
@@ -1514,6 +1707,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_kept_sizes),
 	    cmocka_unit_test(test_small_ring),
 	    cmocka_unit_test(test_root_runs_ahead),
+	    cmocka_unit_test(test_broadcast_parts),
+	    cmocka_unit_test(test_release_after_waits),
 	    cmocka_unit_test(test_calls_differ),
 	    cmocka_unit_test(test_region_warm),
 	};
