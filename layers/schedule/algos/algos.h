@@ -38,6 +38,11 @@ weft_status_t wt_sched_bcast_slots(const wt_sched_args_t *args, wt_sched_plan_t 
 weft_status_t wt_sched_reduce_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_alltoall_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_barrier_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
+/* Slot calls a piece of len bytes per rank takes when it goes through the slots in parts of
+ * *part bytes (a slot's worth of whole elements): 1 when it fits one slot, 0 when the slots
+ * cannot take it (none, or more than WT_SCHED_SLOT_MAX_PARTS parts). The plans (slots.c)
+ * and the cost model (table.c) both count with it. */
+size_t wt_sched_slot_nparts(const wt_sched_args_t *args, size_t len, size_t *part);
 
 /* The plan of an allreduce with nothing to exchange (one rank or zero elements): copy
  * SEND to RECV unless in place. */

@@ -43,19 +43,28 @@ static weft_status_t sl_fits(const wt_sched_args_t *a, wt_sched_plan_t *p, size_
 /* A call whose piece per rank (len bytes) may exceed a slot goes in parts of *part bytes
  * (whole elements), one slot call each (wt_sched_slot_part); refused without slots or
  * beyond WT_SCHED_SLOT_MAX_PARTS parts (the plan's checks grow with its steps). */
-static weft_status_t sl_parts(const wt_sched_args_t *a, wt_sched_plan_t *p, size_t len,
-			      size_t *part, size_t *nparts)
+size_t wt_sched_slot_nparts(const wt_sched_args_t *a, size_t len, size_t *part)
 {
-	size_t es = wt_util_dtype_size(a->dtype);
+	size_t es = wt_util_dtype_size(a->dtype), n;
 
 	*part = es ? a->slot_bytes / es * es : 0;
 	if (*part == 0)
+		return 0;
+	n = len > *part ? (len + *part - 1) / *part : 1;
+	return n > WT_SCHED_SLOT_MAX_PARTS ? 0 : n;
+}
+
+/* The parts of a piece of len bytes per rank, or the plan refused with why. */
+static weft_status_t sl_parts(const wt_sched_args_t *a, wt_sched_plan_t *p, size_t len,
+			      size_t *part, size_t *nparts)
+{
+	*nparts = wt_sched_slot_nparts(a, len, part);
+	if (*part == 0)
 		return sl_fits(a, p, len);
-	*nparts = len > *part ? (len + *part - 1) / *part : 1;
-	if (*nparts > WT_SCHED_SLOT_MAX_PARTS) {
+	if (*nparts == 0) {
 		wt_sched_fail(p, WEFT_ERR_UNSUPPORTED,
-			      "slots: %zu bytes would take %zu slot calls of %zu (at most %d)", len,
-			      *nparts, *part, WT_SCHED_SLOT_MAX_PARTS);
+			      "slots: %zu bytes take more than %d slot calls of %zu", len,
+			      WT_SCHED_SLOT_MAX_PARTS, *part);
 		return WEFT_ERR_UNSUPPORTED;
 	}
 	return WEFT_OK;

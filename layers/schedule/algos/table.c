@@ -219,14 +219,13 @@ static double c_ar_direct(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 	return 2 * slot_flags(a, c) + m * c->gamma + (n - 1) / n * m * c->beta;
 }
 
-/* Slots of part bytes (whole elements) hold a call whose piece per rank is m bytes in this
- * many parts, one round of flags each (slots.c); 0 where the slots cannot take it. */
+/* Slot calls a call whose piece per rank is m bytes takes (slots.c), one round of flags
+ * each; 0 where the slots cannot take it. */
 static double slot_parts(const wt_sched_args_t *a, double m)
 {
-	size_t es = wt_util_dtype_size(a->dtype), part = es ? a->slot_bytes / es * es : 0;
-	double parts = part && m > part ? ceil(m / (double)part) : 1;
+	size_t part;
 
-	return part == 0 || parts > WT_SCHED_SLOT_MAX_PARTS ? 0 : parts;
+	return (double)wt_sched_slot_nparts(a, (size_t)m, &part);
 }
 
 /* A block larger than a slot goes in parts (slots.c). */
