@@ -91,8 +91,9 @@ static wt_api_netop_t *netop_new(weft_comm_t *comm, wt_sched_net_done_fn_t cb, v
 	return o;
 }
 
-static weft_status_t net_post_send(void *nctx, int peer, uint64_t tag, const void *buf, size_t len,
-				   wt_sched_net_done_fn_t cb, void *arg, void **handle)
+static weft_status_t net_post_send_copy(void *nctx, int peer, uint64_t tag, const void *buf,
+					size_t len, void *copy_to, unsigned flags,
+					wt_sched_net_done_fn_t cb, void *arg, void **handle)
 {
 	weft_request_t *req = nctx;
 	weft_comm_t *comm = req->comm;
@@ -106,13 +107,21 @@ static weft_status_t net_post_send(void *nctx, int peer, uint64_t tag, const voi
 	o = netop_new(comm, cb, arg);
 	if (o == NULL)
 		return WEFT_ERR_NO_MEMORY;
-	st = wt_chan_post_send(o->chan, comm->world[peer], tag, &iov, 1, netop_done, o, &o->op);
+	st = wt_chan_post_send_copy(o->chan, comm->world[peer], tag, &iov, 1, copy_to,
+				    flags & WT_SCHED_NET_STREAM ? WT_CHAN_COPY_STREAM : 0,
+				    netop_done, o, &o->op);
 	if (st != WEFT_OK) {
 		netop_put(o);
 		return st;
 	}
 	*handle = o;
 	return WEFT_OK;
+}
+
+static weft_status_t net_post_send(void *nctx, int peer, uint64_t tag, const void *buf, size_t len,
+				   wt_sched_net_done_fn_t cb, void *arg, void **handle)
+{
+	return net_post_send_copy(nctx, peer, tag, buf, len, NULL, 0, cb, arg, handle);
 }
 
 static weft_status_t net_post_recv(void *nctx, int peer, uint64_t tag, void *buf, size_t len,
@@ -263,6 +272,7 @@ const wt_sched_net_t wt_api_net_template = {
     .slot_wake = net_slot_wake,
     .peer_map = net_peer_map,
     .peer_copy = net_peer_copy,
+    .post_send_copy = net_post_send_copy,
 };
 
 static void unlink_locked(weft_request_t *req)

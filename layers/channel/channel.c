@@ -64,6 +64,11 @@ struct wt_chan_op {
 	struct iovec *iov;
 	int iovcnt;
 	size_t total;
+	/* send with a copy (wt_chan_post_send_copy): the bytes also go to copy_to, up to
+	 * `copied` so far, each piece right after the link took it (still in cache) */
+	uint8_t *copy_to;
+	size_t copied;
+	int copy_stream;
 	/* recv */
 	void *dst;
 	size_t len;
@@ -469,11 +474,40 @@ static void op_maybe_free(wt_chan_t *ch, wt_chan_op_t *op)
 
 /* Decide an op's status; its callback runs at the next completion pass. The caller has
  * already taken it off the posted queue or start list. */
+/* A send with a copy: copy its bytes [op->copied, end) to op->copy_to. */
+static void send_copy_upto(wt_chan_op_t *op, size_t end)
+{
+	size_t at = 0;
+
+	if (op->copy_to == NULL || end <= op->copied)
+		return;
+	for (int i = 0; i < op->iovcnt && op->copied < end; i++) {
+		size_t lo = at, hi = at + op->iov[i].iov_len;
+
+		at = hi;
+		if (hi <= op->copied)
+			continue;
+		size_t from = op->copied - lo, n = (hi < end ? hi : end) - op->copied;
+		uint8_t *dst = op->copy_to + op->copied;
+		const uint8_t *src = (const uint8_t *)op->iov[i].iov_base + from;
+
+		if (op->copy_stream)
+			wt_util_copy_stream(dst, src, n);
+		else
+			memcpy(dst, src, n);
+		op->copied += n;
+	}
+}
+
 static void op_finish(wt_chan_t *ch, wt_chan_op_t *op, weft_status_t st, size_t bytes,
 		      const char *fmt, ...)
 {
 	if (!op->live || op->finished)
 		return;
+	/* A send's copy is whole when the send is (the pieces a link took are done already;
+	 * a get or a link that holds frames leaves the rest for here). */
+	if (op->kind == OP_SEND && st == WEFT_OK)
+		send_copy_upto(op, op->total);
 	op->finished = 1;
 	op->st = st;
 	op->bytes = bytes;
@@ -685,6 +719,7 @@ static int stream_push(wt_chan_t *ch, int pi, struct frame *s, int *count)
 			return 0;
 		}
 		s->off += n;
+		send_copy_upto(op, s->off);
 		(*count)++;
 		if (st == WEFT_INPROGRESS)
 			inlink_add(ch, f);
@@ -1680,9 +1715,9 @@ static weft_status_t post_rts(wt_chan_t *ch, wt_chan_op_t *op)
 	return WEFT_OK;
 }
 
-weft_status_t wt_chan_post_send(wt_chan_t *ch, int peer, uint64_t tag, const struct iovec *iov,
-				int iovcnt, wt_chan_done_fn_t done_cb, void *arg,
-				wt_chan_op_t **opp)
+weft_status_t wt_chan_post_send_copy(wt_chan_t *ch, int peer, uint64_t tag, const struct iovec *iov,
+				     int iovcnt, void *copy_to, unsigned copy_flags,
+				     wt_chan_done_fn_t done_cb, void *arg, wt_chan_op_t **opp)
 {
 	if (post_check(ch, peer, "send") != 0 || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
 		return WEFT_ERR_INVALID_ARG;
@@ -1698,6 +1733,10 @@ weft_status_t wt_chan_post_send(wt_chan_t *ch, int peer, uint64_t tag, const str
 		return WEFT_ERR_NO_MEMORY;
 	weft_status_t st = send_copy_iov(op, iov, iovcnt);
 	struct peer *p = &ch->peers[peer];
+
+	op->copy_to = copy_to;
+	op->copied = 0;
+	op->copy_stream = !!(copy_flags & WT_CHAN_COPY_STREAM);
 
 	if (st == WEFT_OK) {
 		if (p->failed)
@@ -1715,6 +1754,13 @@ weft_status_t wt_chan_post_send(wt_chan_t *ch, int peer, uint64_t tag, const str
 	if (opp != NULL)
 		*opp = op;
 	return WEFT_OK;
+}
+
+weft_status_t wt_chan_post_send(wt_chan_t *ch, int peer, uint64_t tag, const struct iovec *iov,
+				int iovcnt, wt_chan_done_fn_t done_cb, void *arg,
+				wt_chan_op_t **opp)
+{
+	return wt_chan_post_send_copy(ch, peer, tag, iov, iovcnt, NULL, 0, done_cb, arg, opp);
 }
 
 static int reduce_check(const wt_chan_reduce_t *r, int peer, size_t len, size_t *elem)

@@ -68,6 +68,15 @@ weft_status_t wt_chan_set_link(wt_chan_t *ch, int peer, wt_link_t *link);
 weft_status_t wt_chan_post_send(wt_chan_t *ch, int peer, uint64_t tag, const struct iovec *iov,
 				int iovcnt, wt_chan_done_fn_t done_cb, void *arg,
 				wt_chan_op_t **op);
+/* The same, and the bytes sent also land in copy_to (total bytes, not overlapping the
+ * sources): each piece is copied right after the link took it, while it is still in cache,
+ * so a caller that needs the data both sent and kept reads it once instead of twice. The
+ * copy is complete when done_cb runs with WEFT_OK; after an error it may be partial.
+ * copy_flags: WT_CHAN_COPY_STREAM stores around the caches (lib/util/copy.h). */
+#define WT_CHAN_COPY_STREAM 1u
+weft_status_t wt_chan_post_send_copy(wt_chan_t *ch, int peer, uint64_t tag, const struct iovec *iov,
+				     int iovcnt, void *copy_to, unsigned copy_flags,
+				     wt_chan_done_fn_t done_cb, void *arg, wt_chan_op_t **op);
 /* Post a receive of at most len bytes into dst. A message longer than len fails the
  * receive with WEFT_ERR_MISMATCH naming both sizes. With reduce->enabled, the message
  * must be exactly len bytes and is combined into dst. */

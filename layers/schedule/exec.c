@@ -56,7 +56,7 @@ struct wt_sched_exec {
 	/* both rings of regions of geom_bytes (0: none yet), kept with the block */
 	size_t geom_bytes;
 	slot_ring_t geom[2];
-	int wake_due; /* a PUT stored a flag whose sleepers were not woken yet */
+	int wake_due;	   /* a PUT stored a flag whose sleepers were not woken yet */
 	int turn_met;	   /* our turn came: the slot call before our first is released */
 	unsigned released; /* parts whose SLOT_DONE ran (in part order: each waits its turn) */
 	/* unmet slot waits set aside while other steps run, watched inline (net.spin_ns) once
@@ -484,8 +484,8 @@ static void peer_sig_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	uint64_t seq = part_seq(ex, s);
 	uint64_t sig = atomic_load_explicit(word_at(ex, s->peer, ready_at(ex, seq) + SLOT_SIG_OFF),
 					    memory_order_relaxed);
-	uint64_t count = atomic_load_explicit(word_at(ex, s->peer, ready_at(ex, seq) + SLOT_COUNT_OFF),
-					      memory_order_relaxed);
+	uint64_t count = atomic_load_explicit(
+	    word_at(ex, s->peer, ready_at(ex, seq) + SLOT_COUNT_OFF), memory_order_relaxed);
 	uint64_t mine = ex->v->slot_sig;
 	const uint64_t algo = (uint64_t)0xff << WT_SCHED_SIG_ALGO_SHIFT;
 	const wt_sched_args_t *a = ex->v->args;
@@ -772,6 +772,27 @@ static unsigned recv_flags(const wt_sched_step_t *s)
 	return s->wire == WT_SCHED_COPY_STREAM ? WT_SCHED_NET_STREAM : 0;
 }
 
+/* A SEND that also copies its bytes (WT_SCHED_SEND_COPY): by the network as it takes them,
+ * or here, after posting, when the network cannot. */
+static weft_status_t post_send_copy(wt_sched_exec_t *ex, const wt_sched_step_t *s, uint64_t tag,
+				    exec_op_t *op)
+{
+	const void *src = bind(ex, s->buf, s->off);
+	void *dst = bind(ex, s->src_buf, s->src_off);
+	int stream = (s->wire & WT_SCHED_COPY_STREAM) != 0;
+	weft_status_t st;
+
+	if (ex->net.post_send_copy != NULL)
+		return ex->net.post_send_copy(ex->net.ctx, s->peer, tag, src, s->len, dst,
+					      stream ? WT_SCHED_NET_STREAM : 0, exec_net_done, op,
+					      &op->handle);
+	st = ex->net.post_send(ex->net.ctx, s->peer, tag, src, s->len, exec_net_done, op,
+			       &op->handle);
+	if (st == WEFT_OK)
+		copy_hinted(dst, src, s->len, stream ? WT_SCHED_COPY_STREAM : 0);
+	return st;
+}
+
 static void exec_post(wt_sched_exec_t *ex, uint32_t i, const wt_sched_step_t *s)
 {
 	exec_op_t *op = &ex->ops[i];
@@ -787,7 +808,9 @@ static void exec_post(wt_sched_exec_t *ex, uint32_t i, const wt_sched_step_t *s)
 
 		st = ex->net.post_wait(ex->net.ctx, s->peer, word, value, exec_net_done, op,
 				       &op->handle);
-	} else if (s->type == WT_SCHED_SEND)
+	} else if (s->type == WT_SCHED_SEND && (s->wire & WT_SCHED_SEND_COPY))
+		st = post_send_copy(ex, s, tag, op);
+	else if (s->type == WT_SCHED_SEND)
 		st = ex->net.post_send(ex->net.ctx, s->peer, tag, bind(ex, s->buf, s->off), s->len,
 				       exec_net_done, op, &op->handle);
 	else

@@ -123,6 +123,13 @@ typedef struct {
 	weft_status_t (*peer_copy)(void *ctx, int peer, void *local,
 				   const wt_util_umem_desc_t *desc, size_t off, size_t len,
 				   int write);
+	/* Optional (NULL: the executor copies after posting the send): a send whose bytes also
+	 * land in copy_to as the network takes them (a SEND step with WT_SCHED_SEND_COPY);
+	 * flags: WT_SCHED_NET_STREAM to store them around the caches. The copy is complete
+	 * when cb reports success. */
+	weft_status_t (*post_send_copy)(void *ctx, int peer, uint64_t tag, const void *buf,
+					size_t len, void *copy_to, unsigned flags,
+					wt_sched_net_done_fn_t cb, void *arg, void **handle);
 } wt_sched_net_t;
 
 /* Bits of the tag the executor fills with the per-peer message index. */

@@ -364,6 +364,18 @@ int wt_sched_send(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, 
 	return plan_add_net(p, WT_SCHED_SEND, peer, buf, off, len, ndeps, deps);
 }
 
+int wt_sched_send_copy(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
+		       wt_sched_buf_t dst, size_t dst_off, int stream, int ndeps, const int *deps)
+{
+	int id = plan_add_net(p, WT_SCHED_SEND, peer, buf, off, len, ndeps, deps);
+
+	if (id >= 0) {
+		p->steps[id].src_buf = (uint8_t)dst;
+		p->steps[id].src_off = dst_off;
+	}
+	return with_hint(p, id, WT_SCHED_SEND_COPY | (stream ? WT_SCHED_COPY_STREAM : 0));
+}
+
 int wt_sched_recv(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
 		  int ndeps, const int *deps)
 {
@@ -1011,6 +1023,21 @@ static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 			      wt_sched_step_type_name(s->type), s->wire);
 		return p->err;
 	}
+	if (s->type == WT_SCHED_SEND && s->wire != 0) {
+		/* the copy's destination: another buffer than SEND, apart from the source */
+		if ((s->wire & ~(unsigned)WT_SCHED_COPY_STREAM) != WT_SCHED_SEND_COPY ||
+		    s->src_buf == WT_SCHED_BUF_SEND || s->src_buf == WT_SCHED_BUF_SLOT ||
+		    (s->src_buf == s->buf && s->src_off < s->off + s->len &&
+		     s->off < s->src_off + s->len)) {
+			wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
+				      "step %zu: SEND with hint %u (a copy goes to RECV or "
+				      "SCRATCH, apart from the bytes sent)",
+				      i, s->wire);
+			return p->err;
+		}
+		if (check_buf(p, i, "copy destination", s->src_buf, s->src_off, s->len))
+			return p->err;
+	}
 	if (s->type == WT_SCHED_RECV_REDUCE && s->wire != 0 &&
 	    (s->wire != WT_SCHED_RECV_FROM_SRC || s->src_buf == s->buf ||
 	     s->src_buf == WT_SCHED_BUF_SLOT)) {
@@ -1350,10 +1377,11 @@ static void check_slots(wt_sched_plan_t *p)
 	}
 	for (unsigned k = 0; k < np && !p->err; k++)
 		if (at[k * 4] > 1 || at[k * 4 + 2] != 1)
-			wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
-				      "a slot plan needs at most one SLOT_PUT (has %zu) and exactly "
-				      "one SLOT_DONE (has %zu) per slot call (part %u of %u)",
-				      at[k * 4], at[k * 4 + 2], k, np);
+			wt_sched_fail(
+			    p, WEFT_ERR_INVALID_ARG,
+			    "a slot plan needs at most one SLOT_PUT (has %zu) and exactly "
+			    "one SLOT_DONE (has %zu) per slot call (part %u of %u)",
+			    at[k * 4], at[k * 4 + 2], k, np);
 	if (!p->err && p->uses_peers && np > 1)
 		wt_sched_fail(p, WEFT_ERR_INVALID_ARG,
 			      "a plan with peer steps takes one slot call, not %u", np);
@@ -1363,7 +1391,8 @@ static void check_slots(wt_sched_plan_t *p)
 		seen = malloc(p->nsteps);
 		stack = malloc(p->nsteps * sizeof(*stack));
 		if (!seen || !stack)
-			wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory checking the slot steps");
+			wt_sched_fail(p, WEFT_ERR_NO_MEMORY,
+				      "out of memory checking the slot steps");
 	}
 	for (size_t i = 0; i < p->nsteps && !p->err; i++)
 		if (step_is_slot(&p->steps[i]))
@@ -1534,6 +1563,9 @@ static void dump_step(const wt_sched_plan_t *p, size_t i, FILE *out)
 	     s->type == WT_SCHED_PEER_REDUCE_OUT || s->type == WT_SCHED_RECV) &&
 	    s->wire == WT_SCHED_COPY_STREAM)
 		fputs(" stream", out);
+	if (s->type == WT_SCHED_SEND && (s->wire & WT_SCHED_SEND_COPY))
+		fprintf(out, " copy -> %s[%zu]%s", wt_sched_buf_name(s->src_buf), s->src_off,
+			s->wire & WT_SCHED_COPY_STREAM ? " stream" : "");
 	if (step_reads_slot(s))
 		fprintf(out, " <- SLOT of %d[%zu]", (int)s->peer, s->src_off);
 	if (step_is_conv(s))

@@ -126,10 +126,14 @@ typedef struct {
 	uint8_t type;		   /* wt_sched_step_type_t */
 	uint8_t buf;		   /* wt_sched_buf_t: destination (or source for SEND) */
 	uint8_t src_buf;	   /* REDUCE / COPY / NARROW / WIDEN / REDUCE_WIDEN source;
-				    * RECV_REDUCE from src: its left operand */
+				    * RECV_REDUCE from src: its left operand;
+				    * SEND with WT_SCHED_SEND_COPY: the copy's destination
+				    * (at src_off), which the step writes */
 	uint8_t wire;		   /* NARROW / WIDEN / REDUCE_WIDEN: weft_dtype_t, 16-bit;
 				    * COPY, PEER_WRITE, PEER_REDUCE_OUT, RECV:
 				    * WT_SCHED_COPY_STREAM or 0;
+				    * SEND: WT_SCHED_SEND_COPY, with WT_SCHED_COPY_STREAM
+				    * or not, or 0;
 				    * RECV_REDUCE: WT_SCHED_RECV_FROM_SRC or 0;
 				    * PEER_REDUCE: WT_SCHED_PEER_FROM_SEND or 0 */
 	int32_t peer;		   /* SEND / RECV* / SLOT_* but PUT, DONE: communicator rank */
@@ -148,6 +152,15 @@ int wt_sched_send(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, 
 		  int ndeps, const int *deps);
 int wt_sched_recv(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
 		  int ndeps, const int *deps);
+/* A SEND that also writes its bytes to dst + dst_off (hint WT_SCHED_SEND_COPY; with stream,
+ * storing around the caches as WT_SCHED_COPY_STREAM): the network copies each piece right
+ * after it took it, so bytes both sent and kept (an allgather's own block) are read once,
+ * while in cache, instead of by a COPY and the SEND apart. The copy is done when the step
+ * completes. dst must not be SEND and must not overlap the source. */
+#define WT_SCHED_SEND_COPY 4
+int wt_sched_send_copy(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,
+		       wt_sched_buf_t dst, size_t dst_off, int stream, int ndeps, const int *deps);
+
 /* A RECV whose bytes this rank does not read again in the call (a final block of a large
  * call): the channel stores them around the caches (WT_SCHED_COPY_STREAM, below). */
 int wt_sched_recv_stream(wt_sched_plan_t *p, int peer, wt_sched_buf_t buf, size_t off, size_t len,

@@ -963,6 +963,74 @@ static void test_callback_reentry(void **state)
 }
 
 /* WEFT_RNDV_GET is validated when a channel is created: auto, a boolean, nothing else. */
+/* wt_chan_post_send_copy: the bytes sent also land in the copy buffer, whole when the send
+ * completes: eager, streamed in fragments from several pieces (around the caches or not),
+ * and fetched by the receiver with a get (the sender copies nothing itself there). */
+static void send_copy_one(ct_fab_t *f, size_t len, int npieces, unsigned flags, unsigned seed)
+{
+	uint8_t *src = malloc(len), *dst = malloc(len), *base = malloc(len + 8);
+	uint8_t *copy = base + 5; /* off a line: the streaming copy takes any alignment */
+	struct iovec iov[12];
+	size_t off = 0;
+	done_t ds = {0}, dr = {0};
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	assert_non_null(base);
+	assert_true(npieces >= 1 && npieces <= 12);
+	fill(src, len, seed);
+	memset(base, 0xee, len + 8);
+	for (int i = 0; i < npieces; i++) {
+		size_t n = i == npieces - 1 ? len - off : len / (size_t)npieces + (size_t)i * 7;
+
+		iov[i].iov_base = src + off;
+		iov[i].iov_len = n;
+		off += n;
+	}
+	post_recv1(f, 1, 40 + seed, dst, len, NULL, &dr, NULL);
+	assert_int_equal(wt_chan_post_send_copy(f->ch[0], 1, 40 + seed, iov, npieces, copy, flags,
+						on_done, &ds, NULL),
+			 WEFT_OK);
+	ct_pump_until(f, &dr.fired, 1);
+	ct_pump_until(f, &ds.fired, 1);
+	assert_int_equal(dr.st, WEFT_OK);
+	assert_int_equal(ds.st, WEFT_OK);
+	check(dst, len, seed);
+	check(copy, len, seed);
+	/* nothing written around the copy */
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(base[i], 0xee);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(copy[len + i], 0xee);
+	free(src);
+	free(dst);
+	free(base);
+}
+
+static void test_send_copy(void **state)
+{
+	ct_fab_t f;
+	const char *was = getenv("WEFT_RNDV_GET");
+	char keep[16] = "";
+
+	if (was != NULL)
+		snprintf(keep, sizeof(keep), "%s", was);
+	for (int get = 0; get < 2; get++) {
+		setenv("WEFT_RNDV_GET", get ? "1" : "0", 1);
+		fab_open(&f, *state, EAGER);
+		send_copy_one(&f, 100, 1, 0, 1);			      /* eager */
+		send_copy_one(&f, 5000, 3, WT_CHAN_COPY_STREAM, 2);	      /* eager, pieces */
+		send_copy_one(&f, 3 * MIB + 123, 1, 0, 3);		      /* rendezvous */
+		send_copy_one(&f, 3 * MIB + 123, 11, WT_CHAN_COPY_STREAM, 4); /* pieces */
+		send_copy_one(&f, 256 * 1024, 1, WT_CHAN_COPY_STREAM, 5);
+		ct_close(&f);
+	}
+	if (was != NULL)
+		setenv("WEFT_RNDV_GET", keep, 1);
+	else
+		unsetenv("WEFT_RNDV_GET");
+}
+
 static void test_rndv_env(void **state)
 {
 	wt_chan_config_t cc = {.rank = 0, .size = 2};
@@ -1093,6 +1161,7 @@ static void test_link_poll_fails(void **state)
 	    cmocka_unit_test_prestate(test_backpressure, drv),                                     \
 	    cmocka_unit_test_prestate(test_callback_reentry, drv),                                 \
 	    cmocka_unit_test_prestate(test_rndv_env, drv),                                         \
+	    cmocka_unit_test_prestate(test_send_copy, drv),                                        \
 	    cmocka_unit_test_prestate(test_link_poll_fails, drv)
 
 CT_DRIVER_MAIN("channel")

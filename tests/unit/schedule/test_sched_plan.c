@@ -178,6 +178,37 @@ static void bad_recv_from_range(wt_sched_plan_t *p)
 	wt_sched_recv_reduce_from(p, 1, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_SEND, 60, 8, 0, NULL);
 }
 
+/* A send's copy (WT_SCHED_SEND_COPY) into SEND, over the bytes it sends, past the end of
+ * its destination, or with a hint that is not a copy's. */
+static void bad_send_copy_into_send(wt_sched_plan_t *p)
+{
+	wt_sched_send_copy(p, 1, WT_SCHED_BUF_RECV, 0, 8, WT_SCHED_BUF_SEND, 8, 0, 0, NULL);
+}
+
+static void bad_send_copy_overlap(wt_sched_plan_t *p)
+{
+	wt_sched_send_copy(p, 1, WT_SCHED_BUF_RECV, 0, 16, WT_SCHED_BUF_RECV, 8, 1, 0, NULL);
+}
+
+static void bad_send_copy_range(wt_sched_plan_t *p)
+{
+	wt_sched_send_copy(p, 1, WT_SCHED_BUF_SEND, 0, 16, WT_SCHED_BUF_RECV, 56, 0, 0, NULL);
+}
+
+static void bad_send_copy_slot(wt_sched_plan_t *p)
+{
+	wt_sched_send_copy(p, 1, WT_SCHED_BUF_SEND, 0, 8, WT_SCHED_BUF_SLOT, 0, 0, 0, NULL);
+}
+
+static void bad_send_hint(wt_sched_plan_t *p)
+{
+	int id =
+	    wt_sched_send_copy(p, 1, WT_SCHED_BUF_SEND, 0, 8, WT_SCHED_BUF_RECV, 0, 0, 0, NULL);
+
+	/* a SEND carrying a hint of another step type */
+	((wt_sched_step_t *)wt_sched_plan_step(p, (size_t)id))->wire = WT_SCHED_RECV_FROM_SRC;
+}
+
 static void bad_partial_element(wt_sched_plan_t *p)
 {
 	wt_sched_recv_reduce(p, 1, WT_SCHED_BUF_RECV, 0, 6, 0, NULL);
@@ -219,12 +250,27 @@ static void check_rejected(const wt_sched_args_t *a, bad_fn_t fn, weft_status_t 
 static void test_finalize_rejects(void **state)
 {
 	static const bad_fn_t bad[] = {
-	    bad_recv_range,	 bad_off_overflow,  bad_recv_into_send,
-	    bad_copy_into_send,	 bad_div_send,	    bad_dep_self,
-	    bad_dep_negative,	 bad_dep_list,	    bad_peer,
-	    bad_peer_self,	 bad_scratch_range, bad_reduce_overlap,
-	    bad_partial_element, bad_buffer_id,	    bad_recv_from_self,
+	    bad_recv_range,
+	    bad_off_overflow,
+	    bad_recv_into_send,
+	    bad_copy_into_send,
+	    bad_div_send,
+	    bad_dep_self,
+	    bad_dep_negative,
+	    bad_dep_list,
+	    bad_peer,
+	    bad_peer_self,
+	    bad_scratch_range,
+	    bad_reduce_overlap,
+	    bad_partial_element,
+	    bad_buffer_id,
+	    bad_recv_from_self,
 	    bad_recv_from_range,
+	    bad_send_copy_into_send,
+	    bad_send_copy_overlap,
+	    bad_send_copy_range,
+	    bad_send_copy_slot,
+	    bad_send_hint,
 	};
 	wt_sched_args_t a = args_of(16, 0, 4, 0), ip = args_of(16, 0, 4, 1), bad_args = a;
 
@@ -246,6 +292,14 @@ static void test_finalize_rejects(void **state)
 		p = wt_sched_plan_new(&a);
 		wt_sched_recv_reduce_from(p, 1, WT_SCHED_BUF_RECV, 0, WT_SCHED_BUF_SEND, 56, 8, 0,
 					  NULL);
+		assert_int_equal(wt_sched_plan_finalize(p), WEFT_OK);
+		wt_sched_plan_unref(p);
+		/* a send's copy to another buffer, or beside the bytes sent in the same one */
+		p = wt_sched_plan_new(&a);
+		wt_sched_send_copy(p, 1, WT_SCHED_BUF_SEND, 0, 16, WT_SCHED_BUF_RECV, 48, 1, 0,
+				   NULL);
+		wt_sched_send_copy(p, 2, WT_SCHED_BUF_RECV, 0, 16, WT_SCHED_BUF_RECV, 16, 0, 0,
+				   NULL);
 		assert_int_equal(wt_sched_plan_finalize(p), WEFT_OK);
 		wt_sched_plan_unref(p);
 		p = wt_sched_plan_new(&ip);
@@ -333,6 +387,72 @@ static void test_exec_local(void **state)
 }
 
 /* A 200000-step chain must not recurse per successor. */
+/* A SEND with a copy (WT_SCHED_SEND_COPY): the executor hands it to the network's
+ * post_send_copy when there is one, else copies after posting the send. Either way RECV
+ * holds the copy once the plan is done. */
+static wt_sched_net_t sc_inner; /* the simulated network the wrapper forwards to */
+static int sc_calls;
+
+static weft_status_t sc_post_send_copy(void *ctx, int peer, uint64_t tag, const void *buf,
+				       size_t len, void *copy_to, unsigned flags,
+				       wt_sched_net_done_fn_t cb, void *arg, void **handle)
+{
+	weft_status_t st = sc_inner.post_send(ctx, peer, tag, buf, len, cb, arg, handle);
+
+	sc_calls++;
+	assert_int_equal(flags, WT_SCHED_NET_STREAM); /* the plan asks for streaming stores */
+	if (st == WEFT_OK)
+		memcpy(copy_to, buf, len);
+	return st;
+}
+
+static void test_exec_send_copy(void **state)
+{
+	(void)state;
+	for (int via_net = 0; via_net < 2; via_net++) {
+		simnet_t *sim = simnet_new(2, 7 + (uint64_t)via_net);
+		wt_sched_plan_t *p[2];
+		wt_sched_exec_t *ex[2];
+		st_done_t d[2] = {{0}};
+		int32_t in[2][4], out[2][8];
+
+		sc_calls = 0;
+		for (int r = 0; r < 2; r++) {
+			wt_sched_args_t a = args_of(4, r, 2, 0);
+			wt_sched_net_t net = *simnet_net(sim, r);
+
+			a.coll = WT_COLL_ALLGATHER;
+			for (int i = 0; i < 4; i++)
+				in[r][i] = 100 * r + i;
+			memset(out[r], 0, sizeof(out[r]));
+			p[r] = wt_sched_plan_new(&a);
+			wt_sched_send_copy(p[r], 1 - r, WT_SCHED_BUF_SEND, 0, 16, WT_SCHED_BUF_RECV,
+					   (size_t)r * 16, 1, 0, NULL);
+			wt_sched_recv(p[r], 1 - r, WT_SCHED_BUF_RECV, (size_t)(1 - r) * 16, 16, 0,
+				      NULL);
+			assert_int_equal(wt_sched_plan_finalize(p[r]), WEFT_OK);
+			if (via_net) {
+				sc_inner = net;
+				net.post_send_copy = sc_post_send_copy;
+			}
+			assert_int_equal(wt_sched_exec_start(p[r], &net, 0, in[r], out[r],
+							     st_on_done, &d[r], &ex[r]),
+					 WEFT_OK);
+		}
+		simnet_run(sim);
+		for (int r = 0; r < 2; r++) {
+			assert_int_equal(d[r].calls, 1);
+			assert_int_equal(d[r].st, WEFT_OK);
+			for (int i = 0; i < 8; i++)
+				assert_int_equal(out[r][i], 100 * (i / 4) + i % 4);
+			wt_sched_exec_free(ex[r]);
+			wt_sched_plan_unref(p[r]);
+		}
+		assert_int_equal(sc_calls, via_net ? 2 : 0);
+		simnet_free(sim);
+	}
+}
+
 static void test_exec_long_chain(void **state)
 {
 	wt_sched_args_t a = args_of(8, 0, 1, 0);
@@ -739,11 +859,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_builder_numbering), cmocka_unit_test(test_fences),
 	    cmocka_unit_test(test_finalize_rejects),  cmocka_unit_test(test_build_errors),
-	    cmocka_unit_test(test_exec_local),	      cmocka_unit_test(test_exec_long_chain),
-	    cmocka_unit_test(test_exec_bad_args),     cmocka_unit_test(test_exec_cancel),
-	    cmocka_unit_test(test_exec_post_error),   cmocka_unit_test(test_exec_recv_error),
-	    cmocka_unit_test(test_exec_free_running), cmocka_unit_test(test_exec_zero_length),
-	    cmocka_unit_test(test_cache_lru),	      cmocka_unit_test(test_cache_evict_live),
+	    cmocka_unit_test(test_exec_local),	      cmocka_unit_test(test_exec_send_copy),
+	    cmocka_unit_test(test_exec_long_chain),   cmocka_unit_test(test_exec_bad_args),
+	    cmocka_unit_test(test_exec_cancel),	      cmocka_unit_test(test_exec_post_error),
+	    cmocka_unit_test(test_exec_recv_error),   cmocka_unit_test(test_exec_free_running),
+	    cmocka_unit_test(test_exec_zero_length),  cmocka_unit_test(test_cache_lru),
+	    cmocka_unit_test(test_cache_evict_live),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
