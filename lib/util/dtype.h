@@ -23,7 +23,9 @@ void wt_util_reduce3(void *dst, const void *a, const void *b, size_t count, weft
 		     weft_op_t op);
 /* Every dsts[k][i] = a[i] op b[i] (k < ndst): one pass over the operands for a result that
  * several buffers need, taken in blocks that stay in L1 between the combine and the writes
- * (dsts[0] may equal a or b; the others overlap nothing). stream: the writes go around the
+ * (streamed float32 with AVX2: from the registers to every destination, when all lie the
+ * same distance into a 32-byte line). A destination may equal a or b; none overlaps
+ * another, or a or b, otherwise. stream: the writes go around the
  * caches (non-temporal stores, fenced before the return), for results nobody here reads
  * again soon; else plain stores into dsts[0] copied on to the rest. op must not be AVG. */
 void wt_util_reduce3_fanout(void *const *dsts, int ndst, const void *a, const void *b, size_t count,

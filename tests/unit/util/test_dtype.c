@@ -515,26 +515,30 @@ static void test_reduce3_fanout(void **state)
 				wt_util_reduce3(want, a + PAD, b + PAD, n, (weft_dtype_t)dt,
 						(weft_op_t)op);
 				for (int stream = 0; stream < 2; stream++) {
-					for (int ndst = 1; ndst <= 3; ndst++) {
+					/* mixed: each destination a different distance into its
+					 * line, which the float32 streaming path declines */
+					for (int v = 0; v < 6; v++) {
+						int ndst = 1 + v % 3, mixed = v / 3;
 						void *dsts[3];
+						size_t at[3];
 
 						for (int k = 0; k < 3; k++) {
+							at[k] = PAD + skew +
+								(mixed ? (size_t)k * es : 0);
 							memset(d[k], 0x5c, MAXB + 2 * PAD);
-							dsts[k] = d[k] + PAD + skew;
+							dsts[k] = d[k] + at[k];
 						}
 						wt_util_reduce3_fanout(dsts, ndst, a + PAD, b + PAD,
 								       n, (weft_dtype_t)dt,
 								       (weft_op_t)op, stream);
 						for (int k = 0; k < ndst; k++) {
-							assert_memory_equal(d[k] + PAD + skew, want,
+							assert_memory_equal(d[k] + at[k], want,
 									    len);
-							assert_int_equal(d[k][PAD + skew - 1],
-									 0x5c);
-							assert_int_equal(d[k][PAD + skew + len],
-									 0x5c);
+							assert_int_equal(d[k][at[k] - 1], 0x5c);
+							assert_int_equal(d[k][at[k] + len], 0x5c);
 						}
 						for (int k = ndst; k < 3; k++)
-							assert_int_equal(d[k][PAD + skew], 0x5c);
+							assert_int_equal(d[k][at[k]], 0x5c);
 					}
 					/* in place on both sides: dsts[0] is a, dsts[1] is b */
 					memcpy(a2, a, MAXB + 2 * PAD);
