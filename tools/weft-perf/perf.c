@@ -825,7 +825,11 @@ static void fill_meta(struct perf_meta *m, int n, const struct opts *o, int argc
 				.iters = o->iters,
 				.warmup = o->warmup,
 				.async = o->async,
-				.check = o->check};
+				.check = o->check,
+				.nbands = o->nbands,
+				.band_limit = o->band_limit,
+				.band_iters = o->band_iters,
+				.band_warmup = o->band_warmup};
 	gmtime_r(&now, &tm);
 	strftime(m->date, sizeof(m->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (gethostname(m->host, sizeof(m->host) - 1) != 0)

@@ -52,6 +52,11 @@ struct perf_meta {
 	int async;
 	bool check;
 	char *cmdline;
+	/* --iters-by-size, as parsed: sizes up to band_limit[i] (0: any) ran band_iters[i]
+	 * timed calls after band_warmup[i]; nbands 0: iters and warmup held for every size */
+	int nbands;
+	const size_t *band_limit;
+	const int *band_iters, *band_warmup;
 };
 
 /* Collective properties (data.c). */

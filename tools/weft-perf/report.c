@@ -61,6 +61,24 @@ static void json_meta(FILE *f, const struct perf_meta *m)
 		"\"check\": %s, \"command\": ",
 		m->cpus, m->iters, m->warmup, m->async, m->check ? "true" : "false");
 	json_str(f, m->cmdline);
+	/* With --iters-by-size, iters and warmup_iters above ran no size: the bands did, and
+	 * each row says which it got. max_bytes null: every size the bands before left. */
+	fprintf(f, ", \"iters_by_size\": ");
+	if (m->nbands == 0)
+		fprintf(f, "null");
+	for (int i = 0; i < m->nbands; i++) {
+		int last = m->band_limit[i] == 0 || i == m->nbands - 1;
+
+		fprintf(f, "%s{\"max_bytes\": ", i ? ", " : "[");
+		if (last)
+			fprintf(f, "null");
+		else
+			fprintf(f, "%zu", m->band_limit[i]);
+		fprintf(f, ", \"iters\": %d, \"warmup_iters\": %d}%s", m->band_iters[i],
+			m->band_warmup[i], last ? "]" : "");
+		if (last)
+			break;
+	}
 	fprintf(f, "},\n");
 }
 

@@ -49,6 +49,7 @@ import xml.etree.ElementTree as ET
 d, want, ranks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 j = json.load(open(d + "/r.json"))
 assert j["meta"]["ranks"] == ranks, j["meta"]
+assert "iters_by_size" in j["meta"], j["meta"]
 for k in ("weft_version", "date", "hostname"):
     assert j["meta"][k], k
 assert len(j["rows"]) == want, len(j["rows"])
@@ -127,6 +128,10 @@ d = sys.argv[1]
 def band(size):
     return (7, 2) if size <= 512 else (4, 0) if size <= 8192 else (3, 1)
 j = json.load(open(d + "/r.json"))
+assert j["meta"]["iters_by_size"] == [
+    {"max_bytes": 512, "iters": 7, "warmup_iters": 2},
+    {"max_bytes": 8192, "iters": 4, "warmup_iters": 0},
+    {"max_bytes": None, "iters": 3, "warmup_iters": 1}], j["meta"]["iters_by_size"]
 assert len(j["rows"]) == 14, len(j["rows"])
 for r in j["rows"]:
     # allgather's size is the whole buffer, as nominal: the band follows the sweep's size
