@@ -1057,7 +1057,6 @@ static weft_status_t ctx_connect(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char
 	wt_api_slots_init(ctx);
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	ctx->oversubscribed = ncpu > 0 && ctx->local_size > ncpu;
-	wt_chan_set_shared_cores(ctx->chan, ctx->oversubscribed);
 	/* Every rank of a host sees the same counts, so the choices of a communicator of one
 	 * host still agree. */
 	if (ctx->oversubscribed && !ctx->cfg.cost_shm_set) {

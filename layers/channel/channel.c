@@ -191,9 +191,7 @@ struct wt_chan {
 	uint64_t last_tick; /* when heartbeat bookkeeping last ran */
 	int greet;	    /* a peer was routed: greet it at the next progress call */
 	int rndv_get;	    /* WEFT_RNDV_GET: RNDV_AUTO, or 0 / 1 forced */
-	int shared_cores;   /* more local ranks than cores (wt_chan_set_shared_cores) */
 	uint64_t hb_sent, hb_recv;
-	uint64_t rndv_gets, rndv_streams; /* rendezvous receives by way taken */
 };
 
 /* Every heartbeat is the same header-only frame; being immutable it may stay referenced
@@ -1042,26 +1040,20 @@ static weft_status_t rndv_get(wt_chan_t *ch, wt_chan_op_t *op, int *committed)
 	return WEFT_OK;
 }
 
-/* Get or stream? A get (CMA) is one copy, but the kernel pins the sender's pages one by one;
- * streaming costs two user-space copies (into the ring, out of it or reduced straight from
- * it), done by sender and receiver at once and through cache. While every local rank has a
- * core, streaming wins (2 ranks, alternating runs: sendrecv 4 MiB 162-169 us streamed
- * against 183-228 by get, 16 MiB 633-654 against 1530-1763; alltoall 4 MiB 170-195 against
- * 233-243). Where ranks share cores a stream moves only while both ends are on a CPU, which
- * the ring window of a large message needs several times over, and a get needs nobody but
- * the receiver: 4 ranks on 2 cores, alternating weft-perf runs, alltoall 1 MiB 150-189
- * against 217-252 us, 2 MiB 238-364 against 357-480, 16 MiB 3.7-5.0 against 4.2-5.6 ms,
- * 8 ranks 4 MiB 2.3-2.7 against 3.2-4.3 ms. A receive that combines reads through a bounce
- * buffer and a reduction pass, where the stream reduces out of the ring: 4-rank allreduce
- * 4 MiB 1.9-2.6 ms by get against 2.0-2.1 streamed. So automatic rendezvous gets plain
- * receives on hosts with shared cores and streams everything else; WEFT_RNDV_GET=1 / 0
- * forces one way. */
+/* Get or stream? A get (CMA) is one copy, but the kernel pins the sender's pages one by one
+ * and copies at a third to a half of memcpy speed. Streaming costs two user-space copies (into
+ * the ring, out of it or reduced straight from it), done by sender and receiver at once and
+ * through cache, so it moves large messages 2-3 times faster while every local rank has a
+ * core. With more local ranks than cores the get, which needs nobody else running, used to
+ * win for messages of a few hundred KiB; since the rings are populated at their first large
+ * frame it no longer does (4 ranks on 2 cores, alternating runs: allreduce 1 MiB 260-460 us
+ * streamed against 500-650 by get, 4 MiB 1.3-1.7 ms against 2.3-3.5, broadcast 2 MiB
+ * 160-204 us against 469-790; 8 ranks: allreduce 4 MiB 3.8-4.0 ms against 5.7-6.2). So
+ * automatic rendezvous always streams; WEFT_RNDV_GET=1 forces gets. */
 static int rndv_use_get(const wt_chan_t *ch, const wt_chan_op_t *op, const wt_link_ops_t *ops)
 {
 	if (!op->has_addr || !(ops->caps & WT_LINK_CAP_GET) || ops->get == NULL)
 		return 0;
-	if (ch->rndv_get == RNDV_AUTO)
-		return ch->shared_cores && !op->red.enabled;
 	return ch->rndv_get == RNDV_GET;
 }
 
@@ -1078,7 +1070,6 @@ static void rndv_start(wt_chan_t *ch, wt_chan_op_t *op)
 		weft_status_t st = rndv_get(ch, op, &committed);
 
 		if (st == WEFT_OK) {
-			ch->rndv_gets++;
 			ctrl_send(ch, pi, WT_CHAN_FR_FIN, WT_CHAN_FIN_OK, op->send_id, 0, 0);
 			op_finish(ch, op, WEFT_OK, op->msg_len, NULL);
 			return;
@@ -1104,7 +1095,6 @@ static void rndv_start(wt_chan_t *ch, wt_chan_op_t *op)
 		return;
 	}
 	op->slot = id;
-	ch->rndv_streams++;
 	ctrl_send(ch, pi, WT_CHAN_FR_CTS, 0, op->send_id, id, 0);
 }
 
@@ -1617,12 +1607,6 @@ int wt_chan_progress(wt_chan_t *ch)
 	return n;
 }
 
-void wt_chan_set_shared_cores(wt_chan_t *ch, int shared)
-{
-	if (ch != NULL)
-		ch->shared_cores = shared != 0;
-}
-
 void wt_chan_set_peer_fail_cb(wt_chan_t *ch, wt_chan_peer_fail_fn_t fn, void *arg)
 {
 	if (ch == NULL)
@@ -1637,14 +1621,6 @@ void wt_chan_heartbeat_counts(const wt_chan_t *ch, uint64_t *sent, uint64_t *rec
 		*sent = ch != NULL ? ch->hb_sent : 0;
 	if (received != NULL)
 		*received = ch != NULL ? ch->hb_recv : 0;
-}
-
-void wt_chan_rndv_counts(const wt_chan_t *ch, uint64_t *gets, uint64_t *streams)
-{
-	if (gets != NULL)
-		*gets = ch != NULL ? ch->rndv_gets : 0;
-	if (streams != NULL)
-		*streams = ch != NULL ? ch->rndv_streams : 0;
 }
 
 /* ---- posting ---- */

@@ -50,15 +50,8 @@ typedef struct {
  * error, heartbeat silence, or wt_chan_fail_peer), after its pending ops were failed. */
 typedef void (*wt_chan_peer_fail_fn_t)(void *arg, int peer, weft_status_t st, const char *why);
 void wt_chan_set_peer_fail_cb(wt_chan_t *ch, wt_chan_peer_fail_fn_t fn, void *arg);
-/* This host runs more local ranks than it has cores: under WEFT_RNDV_GET=auto, plain
- * rendezvous receives then read the sender's buffer by one-sided get where the link can
- * (see rndv_use_get). Set before any message is posted. */
-void wt_chan_set_shared_cores(wt_chan_t *ch, int shared);
 /* Heartbeat frames sent and received so far (tests and diagnostics). */
 void wt_chan_heartbeat_counts(const wt_chan_t *ch, uint64_t *sent, uint64_t *received);
-/* Rendezvous receives so far that read the sender's buffer by get, and that asked it to
- * stream (tests and diagnostics). */
-void wt_chan_rndv_counts(const wt_chan_t *ch, uint64_t *gets, uint64_t *streams);
 
 weft_status_t wt_chan_create(const wt_chan_config_t *cfg, wt_chan_t **ch);
 /* Route traffic for peer over link (the caller keeps the link open until the channel

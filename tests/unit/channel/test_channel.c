@@ -962,6 +962,7 @@ static void test_callback_reentry(void **state)
 	ct_close(&f);
 }
 
+/* WEFT_RNDV_GET is validated when a channel is created: auto, a boolean, nothing else. */
 /* wt_chan_post_send_copy: the bytes sent also land in the copy buffer, whole when the send
  * completes: eager, streamed in fragments from several pieces (around the caches or not),
  * and fetched by the receiver with a get (the sender copies nothing itself there). */
@@ -1030,7 +1031,6 @@ static void test_send_copy(void **state)
 		unsetenv("WEFT_RNDV_GET");
 }
 
-/* WEFT_RNDV_GET is validated when a channel is created: auto, a boolean, nothing else. */
 static void test_rndv_env(void **state)
 {
 	wt_chan_config_t cc = {.rank = 0, .size = 2};
@@ -1051,82 +1051,6 @@ static void test_rndv_env(void **state)
 	setenv("WEFT_RNDV_GET", "sometimes", 1);
 	assert_int_equal(wt_chan_create(&cc, &ch), WEFT_ERR_INVALID_ARG);
 	assert_null(ch);
-	if (was != NULL)
-		setenv("WEFT_RNDV_GET", keep, 1);
-	else
-		unsetenv("WEFT_RNDV_GET");
-}
-
-/* One rendezvous message of len bytes 0 -> 1, plain or combined (int32 sum) into dst, checked
- * exactly; returns through *gets / *streams how the receiver took it. */
-static void rndv_way(ct_fab_t *f, size_t len, int reduce, unsigned seed, uint64_t *gets,
-		     uint64_t *streams)
-{
-	size_t count = len / 4;
-	int32_t *src = malloc(len), *dst = malloc(len), *want = malloc(len);
-	wt_chan_reduce_t red = {.enabled = 1, .dtype = WEFT_INT32, .op = WEFT_SUM};
-	uint64_t g0, s0;
-	done_t ds = {0}, dr = {0};
-
-	assert_non_null(src);
-	assert_non_null(dst);
-	assert_non_null(want);
-	for (size_t i = 0; i < count; i++) {
-		src[i] = (int32_t)(i * 2654435761u + seed);
-		dst[i] = reduce ? (int32_t)(i * 7) - 3 : -1;
-		want[i] = reduce ? (int32_t)((uint32_t)src[i] + (uint32_t)dst[i]) : src[i];
-	}
-	wt_chan_rndv_counts(f->ch[1], &g0, &s0);
-	post_recv1(f, 1, 90 + seed, dst, len, reduce ? &red : NULL, &dr, NULL);
-	post_send1(f, 0, 90 + seed, src, len, &ds, NULL);
-	ct_pump_until(f, &dr.fired, 1);
-	ct_pump_until(f, &ds.fired, 1);
-	assert_int_equal(dr.st, WEFT_OK);
-	assert_int_equal(ds.st, WEFT_OK);
-	assert_memory_equal(dst, want, len);
-	wt_chan_rndv_counts(f->ch[1], gets, streams);
-	*gets -= g0;
-	*streams -= s0;
-	free(src);
-	free(dst);
-	free(want);
-}
-
-/* WEFT_RNDV_GET=auto streams while every local rank has a core; where ranks share cores
- * (wt_chan_set_shared_cores) plain receives read by get on links that can (shm), and
- * receives that combine still stream. Forced values win either way. */
-static void test_rndv_auto(void **state)
-{
-	const char *drv = *state;
-	const char *was = getenv("WEFT_RNDV_GET");
-	char keep[16] = "";
-	int can_get = strcmp(drv, "shm") == 0;
-	uint64_t g, s;
-	ct_fab_t f;
-
-	if (was != NULL)
-		snprintf(keep, sizeof(keep), "%s", was);
-	unsetenv("WEFT_RNDV_GET");
-	fab_open(&f, drv, EAGER);
-	rndv_way(&f, MIB + 4, 0, 1, &g, &s);
-	assert_true(g == 0 && s == 1);
-	wt_chan_set_shared_cores(f.ch[1], 1);
-	rndv_way(&f, MIB + 4, 0, 2, &g, &s);
-	assert_true(g == (uint64_t)can_get && s == (uint64_t)!can_get);
-	rndv_way(&f, MIB + 4, 1, 3, &g, &s);
-	assert_true(g == 0 && s == 1);
-	ct_close(&f);
-	setenv("WEFT_RNDV_GET", "0", 1);
-	fab_open(&f, drv, EAGER);
-	wt_chan_set_shared_cores(f.ch[1], 1);
-	rndv_way(&f, MIB + 4, 0, 4, &g, &s);
-	assert_true(g == 0 && s == 1);
-	ct_close(&f);
-	setenv("WEFT_RNDV_GET", "1", 1);
-	fab_open(&f, drv, EAGER);
-	rndv_way(&f, MIB + 4, 0, 5, &g, &s);
-	assert_true(g == (uint64_t)can_get && s == (uint64_t)!can_get);
-	ct_close(&f);
 	if (was != NULL)
 		setenv("WEFT_RNDV_GET", keep, 1);
 	else
@@ -1238,7 +1162,6 @@ static void test_link_poll_fails(void **state)
 	    cmocka_unit_test_prestate(test_callback_reentry, drv),                                 \
 	    cmocka_unit_test_prestate(test_rndv_env, drv),                                         \
 	    cmocka_unit_test_prestate(test_send_copy, drv),                                        \
-	    cmocka_unit_test_prestate(test_rndv_auto, drv),                                        \
 	    cmocka_unit_test_prestate(test_link_poll_fails, drv)
 
 CT_DRIVER_MAIN("channel")
