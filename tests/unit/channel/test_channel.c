@@ -962,7 +962,6 @@ static void test_callback_reentry(void **state)
 	ct_close(&f);
 }
 
-/* WEFT_RNDV_GET is validated when a channel is created: auto, a boolean, nothing else. */
 /* wt_chan_post_send_copy: the bytes sent also land in the copy buffer, whole when the send
  * completes: eager, streamed in fragments from several pieces (around the caches or not),
  * and fetched by the receiver with a get (the sender copies nothing itself there). */
@@ -1031,6 +1030,7 @@ static void test_send_copy(void **state)
 		unsetenv("WEFT_RNDV_GET");
 }
 
+/* WEFT_RNDV_GET is validated when a channel is created: auto, a boolean, nothing else. */
 static void test_rndv_env(void **state)
 {
 	wt_chan_config_t cc = {.rank = 0, .size = 2};
