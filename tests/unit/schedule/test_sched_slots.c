@@ -392,58 +392,96 @@ static void test_full_slot(void **state)
  * all of them at once and interleaved with the other ranks' starts and the network's
  * events: with only four slots per rank, a call must wait for the peers to release the slot
  * four slot calls back before it publishes. */
-static void run_sequence(const cfg_t *cfgs, int ncalls, int n, uint64_t seed)
-{
-	simnet_t *sim = simnet_new(n, seed);
+/* A run of slot calls at n ranks on one simulated network with slots of g_region bytes:
+ * every call's plan
+ * and buffers on every rank are made up front; calls_start starts call k on rank r, and
+ * calls_finish runs the network dry, checks that every call completed once with the right
+ * result and nothing is left posted, and frees it all. */
+typedef struct {
+	simnet_t *sim;
+	const cfg_t *cfgs;
+	int ncalls, n;
 	wt_sched_plan_t *plan[MAX_CALLS][ST_MAX_RANKS];
 	wt_sched_exec_t *ex[MAX_CALLS][ST_MAX_RANKS];
 	st_done_t done[MAX_CALLS][ST_MAX_RANKS];
 	rbuf_t b[MAX_CALLS][ST_MAX_RANKS];
-	int next[ST_MAX_RANKS] = {0}, left = ncalls * n;
-	uint64_t rng = seed * 31 + 1;
+} calls_t;
+
+static calls_t *calls_new(const cfg_t *cfgs, int ncalls, int n, uint64_t seed)
+{
+	calls_t *cs = calloc(1, sizeof(*cs));
 	char name[256];
 
-	memset(done, 0, sizeof(done));
-	simnet_enable_slots(sim, g_region, 77);
+	assert_non_null(cs);
+	assert_true(ncalls <= MAX_CALLS && n <= ST_MAX_RANKS);
+	cs->sim = simnet_new(n, seed);
+	cs->cfgs = cfgs;
+	cs->ncalls = ncalls;
+	cs->n = n;
+	simnet_enable_slots(cs->sim, g_region, 77);
 	for (int k = 0; k < ncalls; k++)
 		for (int r = 0; r < n; r++) {
 			wt_sched_args_t a = args_of(&cfgs[k], r);
 
 			cfg_name(&cfgs[k], name, sizeof(name));
-			setup(&cfgs[k], r, &b[k][r]);
-			st_build(&a, algo_of(&cfgs[k]), name, &plan[k][r]);
+			setup(&cfgs[k], r, &cs->b[k][r]);
+			st_build(&a, algo_of(&cfgs[k]), name, &cs->plan[k][r]);
 		}
+	return cs;
+}
+
+static void calls_start(calls_t *cs, int k, int r)
+{
+	assert_int_equal(wt_sched_exec_start(cs->plan[k][r], simnet_net(cs->sim, r), TAG(k),
+					     cs->b[k][r].send, cs->b[k][r].recv, st_on_done,
+					     &cs->done[k][r], &cs->ex[k][r]),
+			 WEFT_OK);
+}
+
+static void calls_finish(calls_t *cs)
+{
+	char name[256];
+
+	simnet_run(cs->sim);
+	for (int k = 0; k < cs->ncalls; k++)
+		for (int r = 0; r < cs->n; r++) {
+			const st_done_t *d = &cs->done[k][r];
+
+			cfg_name(&cs->cfgs[k], name, sizeof(name));
+			if (d->calls != 1 || d->st != WEFT_OK)
+				fail_msg("%s: rank %d done %d times, status %d (deadlock?) %s",
+					 name, r, d->calls,
+					 cs->ex[k][r] ? (int)wt_sched_exec_status(cs->ex[k][r])
+						      : -1,
+					 d->msg);
+			check_rank(&cs->cfgs[k], r, &cs->b[k][r], name);
+			wt_sched_exec_free(cs->ex[k][r]);
+			wt_sched_plan_unref(cs->plan[k][r]);
+			free_rbuf(&cs->b[k][r]);
+		}
+	for (int r = 0; r < cs->n; r++)
+		assert_int_equal(simnet_live_ops(cs->sim, r), 0);
+	simnet_free(cs->sim);
+	free(cs);
+}
+
+static void run_sequence(const cfg_t *cfgs, int ncalls, int n, uint64_t seed)
+{
+	calls_t *cs = calls_new(cfgs, ncalls, n, seed);
+	int next[ST_MAX_RANKS] = {0}, left = ncalls * n;
+	uint64_t rng = seed * 31 + 1;
+
 	while (left > 0) {
 		int r = (int)(simnet_rand(&rng) % (uint64_t)n);
-		int k = next[r];
 
-		if (k < ncalls) {
-			assert_int_equal(wt_sched_exec_start(plan[k][r], simnet_net(sim, r), TAG(k),
-							     b[k][r].send, b[k][r].recv, st_on_done,
-							     &done[k][r], &ex[k][r]),
-					 WEFT_OK);
-			next[r]++;
+		if (next[r] < ncalls) {
+			calls_start(cs, next[r]++, r);
 			left--;
 		}
-		for (uint64_t s = simnet_rand(&rng) % 6; s > 0 && simnet_step(sim); s--)
+		for (uint64_t s = simnet_rand(&rng) % 6; s > 0 && simnet_step(cs->sim); s--)
 			;
 	}
-	simnet_run(sim);
-	for (int k = 0; k < ncalls; k++)
-		for (int r = 0; r < n; r++) {
-			cfg_name(&cfgs[k], name, sizeof(name));
-			if (done[k][r].calls != 1 || done[k][r].st != WEFT_OK)
-				fail_msg("%s: rank %d done %d times, status %d (deadlock?) %s",
-					 name, r, done[k][r].calls,
-					 (int)wt_sched_exec_status(ex[k][r]), done[k][r].msg);
-			check_rank(&cfgs[k], r, &b[k][r], name);
-			wt_sched_exec_free(ex[k][r]);
-			wt_sched_plan_unref(plan[k][r]);
-			free_rbuf(&b[k][r]);
-		}
-	for (int r = 0; r < n; r++)
-		assert_int_equal(simnet_live_ops(sim, r), 0);
-	simnet_free(sim);
+	calls_finish(cs);
 }
 
 /* Call k of a mixed sequence at n ranks: collective (every coll_step-th of the list), op,
@@ -575,18 +613,11 @@ static void test_root_runs_ahead(void **state)
 	for (int large = 0; large < 2; large++) {
 		int ahead = large ? WT_SCHED_SLOT_DEPTH : (int)WT_SCHED_SLOT_SMALL_DEPTH;
 		int ncalls = ahead + 1;
-		simnet_t *sim = simnet_new(N, 4242);
-		wt_sched_plan_t *plan[MAX_CALLS][N];
-		wt_sched_exec_t *ex[MAX_CALLS][N];
-		st_done_t done[MAX_CALLS][N];
-		rbuf_t b[MAX_CALLS][N];
 		cfg_t c[MAX_CALLS];
-		char name[256];
+		calls_t *cs;
 
 		assert_true(ncalls <= MAX_CALLS);
-		memset(done, 0, sizeof(done));
-		simnet_enable_slots(sim, g_region, 77);
-		for (int k = 0; k < ncalls; k++) {
+		for (int k = 0; k < ncalls; k++)
 			c[k] = (cfg_t){.coll = WT_COLL_BROADCAST,
 				       .n = N,
 				       .count = large ? WT_SCHED_SLOT_SMALL_CAP / 4 : 3,
@@ -595,43 +626,16 @@ static void test_root_runs_ahead(void **state)
 				       .root = 0,
 				       .seed = 4242,
 				       .call = k};
-			cfg_name(&c[k], name, sizeof(name));
-			for (int r = 0; r < N; r++) {
-				wt_sched_args_t a = args_of(&c[k], r);
-
-				setup(&c[k], r, &b[k][r]);
-				st_build(&a, algo_of(&c[k]), name, &plan[k][r]);
-			}
-		}
+		cs = calls_new(c, ncalls, N, 4242);
 		for (int k = 0; k < ncalls; k++) {
-			assert_int_equal(wt_sched_exec_start(plan[k][0], simnet_net(sim, 0), TAG(k),
-							     b[k][0].send, b[k][0].recv, st_on_done,
-							     &done[k][0], &ex[k][0]),
-					 WEFT_OK);
-			simnet_run(sim);
-			assert_int_equal(done[k][0].calls, k < ahead);
+			calls_start(cs, k, 0);
+			simnet_run(cs->sim);
+			assert_int_equal(cs->done[k][0].calls, k < ahead);
 		}
 		for (int k = 0; k < ncalls; k++)
 			for (int r = 1; r < N; r++)
-				assert_int_equal(wt_sched_exec_start(plan[k][r], simnet_net(sim, r),
-								     TAG(k), b[k][r].send,
-								     b[k][r].recv, st_on_done,
-								     &done[k][r], &ex[k][r]),
-						 WEFT_OK);
-		simnet_run(sim);
-		for (int k = 0; k < ncalls; k++)
-			for (int r = 0; r < N; r++) {
-				cfg_name(&c[k], name, sizeof(name));
-				assert_int_equal(done[k][r].calls, 1);
-				assert_int_equal(done[k][r].st, WEFT_OK);
-				check_rank(&c[k], r, &b[k][r], name);
-				wt_sched_exec_free(ex[k][r]);
-				wt_sched_plan_unref(plan[k][r]);
-				free_rbuf(&b[k][r]);
-			}
-		for (int r = 0; r < N; r++)
-			assert_int_equal(simnet_live_ops(sim, r), 0);
-		simnet_free(sim);
+				calls_start(cs, k, r);
+		calls_finish(cs);
 	}
 	g_region = REGION;
 }
@@ -673,51 +677,25 @@ static void test_broadcast_parts(void **state)
 		}
 	{
 		enum { N = 3, PARTS = WT_SCHED_SLOT_DEPTH + 2 };
-		simnet_t *sim = simnet_new(N, 4343);
-		cfg_t c = {.coll = WT_COLL_BROADCAST,
-			   .n = N,
-			   .count = per * PARTS - 1,
-			   .dt = WEFT_INT32,
-			   .op = WEFT_SUM,
-			   .root = 1,
-			   .seed = 4343,
-			   .algo = "slots"};
-		wt_sched_plan_t *plan[N];
-		wt_sched_exec_t *ex[N];
-		st_done_t done[N];
-		rbuf_t b[N];
-		char name[256];
+		const cfg_t c = {.coll = WT_COLL_BROADCAST,
+				 .n = N,
+				 .count = per * PARTS - 1,
+				 .dt = WEFT_INT32,
+				 .op = WEFT_SUM,
+				 .root = 1,
+				 .seed = 4343,
+				 .algo = "slots"};
+		calls_t *cs = calls_new(&c, 1, N, 4343);
 
-		memset(done, 0, sizeof(done));
-		simnet_enable_slots(sim, REGION, 77);
-		cfg_name(&c, name, sizeof(name));
-		for (int r = 0; r < N; r++) {
-			wt_sched_args_t a = args_of(&c, r);
-
-			setup(&c, r, &b[r]);
-			st_build(&a, algo_of(&c), name, &plan[r]);
-			assert_int_equal(wt_sched_plan_view(plan[r])->slot_parts, PARTS);
-		}
-		assert_int_equal(wt_sched_exec_start(plan[1], simnet_net(sim, 1), TAG(0), b[1].send,
-						     b[1].recv, st_on_done, &done[1], &ex[1]),
-				 WEFT_OK);
-		simnet_run(sim);
-		assert_int_equal(done[1].calls, 0); /* parts past the depth wait for readers */
+		for (int r = 0; r < N; r++)
+			assert_int_equal(wt_sched_plan_view(cs->plan[0][r])->slot_parts, PARTS);
+		calls_start(cs, 0, 1);
+		simnet_run(cs->sim);
+		assert_int_equal(cs->done[0][1].calls,
+				 0); /* parts past the depth wait for readers */
 		for (int r = 0; r < N; r += 2)
-			assert_int_equal(wt_sched_exec_start(plan[r], simnet_net(sim, r), TAG(0),
-							     b[r].send, b[r].recv, st_on_done,
-							     &done[r], &ex[r]),
-					 WEFT_OK);
-		simnet_run(sim);
-		for (int r = 0; r < N; r++) {
-			assert_int_equal(done[r].calls, 1);
-			assert_int_equal(done[r].st, WEFT_OK);
-			check_rank(&c, r, &b[r], name);
-			wt_sched_exec_free(ex[r]);
-			wt_sched_plan_unref(plan[r]);
-			free_rbuf(&b[r]);
-		}
-		simnet_free(sim);
+			calls_start(cs, 0, r);
+		calls_finish(cs);
 	}
 }
 
@@ -730,18 +708,11 @@ static void test_broadcast_parts(void **state)
 static void test_release_after_waits(void **state)
 {
 	enum { N = 2, CALLS = WT_SCHED_SLOT_DEPTH + 1 };
-	simnet_t *sim = simnet_new(N, 4444);
-	wt_sched_plan_t *plan[CALLS][N];
-	wt_sched_exec_t *ex[CALLS][N];
-	st_done_t done[CALLS][N];
-	rbuf_t b[CALLS][N];
 	cfg_t c[CALLS];
-	char name[256];
+	calls_t *cs;
 
 	(void)state;
-	memset(done, 0, sizeof(done));
-	simnet_enable_slots(sim, REGION, 77);
-	for (int k = 0; k < CALLS; k++) {
+	for (int k = 0; k < CALLS; k++)
 		c[k] = (cfg_t){.coll = k ? WT_COLL_BROADCAST : WT_COLL_BARRIER,
 			       .n = N,
 			       .count = 3,
@@ -750,41 +721,14 @@ static void test_release_after_waits(void **state)
 			       .root = 1,
 			       .seed = 4444,
 			       .call = k};
-		cfg_name(&c[k], name, sizeof(name));
-		for (int r = 0; r < N; r++) {
-			wt_sched_args_t a = args_of(&c[k], r);
-
-			setup(&c[k], r, &b[k][r]);
-			st_build(&a, algo_of(&c[k]), name, &plan[k][r]);
-		}
-	}
-	assert_int_equal(wt_sched_exec_start(plan[0][0], simnet_net(sim, 0), TAG(0), b[0][0].send,
-					     b[0][0].recv, st_on_done, &done[0][0], &ex[0][0]),
-			 WEFT_OK);
+	cs = calls_new(c, CALLS, N, 4444);
+	calls_start(cs, 0, 0);
 	for (int k = 0; k < CALLS; k++)
-		assert_int_equal(wt_sched_exec_start(plan[k][1], simnet_net(sim, 1), TAG(k),
-						     b[k][1].send, b[k][1].recv, st_on_done,
-						     &done[k][1], &ex[k][1]),
-				 WEFT_OK);
-	simnet_run(sim);
+		calls_start(cs, k, 1);
+	simnet_run(cs->sim);
 	for (int k = 1; k < CALLS; k++)
-		assert_int_equal(wt_sched_exec_start(plan[k][0], simnet_net(sim, 0), TAG(k),
-						     b[k][0].send, b[k][0].recv, st_on_done,
-						     &done[k][0], &ex[k][0]),
-				 WEFT_OK);
-	simnet_run(sim);
-	for (int k = 0; k < CALLS; k++)
-		for (int r = 0; r < N; r++) {
-			cfg_name(&c[k], name, sizeof(name));
-			if (done[k][r].calls != 1 || done[k][r].st != WEFT_OK)
-				fail_msg("%s: rank %d done %d times, status %d: %s", name, r,
-					 done[k][r].calls, (int)done[k][r].st, done[k][r].msg);
-			check_rank(&c[k], r, &b[k][r], name);
-			wt_sched_exec_free(ex[k][r]);
-			wt_sched_plan_unref(plan[k][r]);
-			free_rbuf(&b[k][r]);
-		}
-	simnet_free(sim);
+		calls_start(cs, k, 0);
+	calls_finish(cs);
 }
 
 /* ---- failures ---- */
