@@ -406,9 +406,12 @@ f32_fanout_stream(float *const *d, int nd, const float *a, const float *b, size_
 	if (head > n)
 		head = n;
 	body = head + (n - head) / 16 * 16;
-	for (size_t i = 0; i < head; i++)
+	for (size_t i = 0; i < head; i++) {
+		float v = op1(a[i], b[i], op); /* before any store: a destination may be a or b */
+
 		for (int k = 0; k < nd; k++)
-			d[k][i] = op1(a[i], b[i], op);
+			d[k][i] = v;
+	}
 	switch (op) {
 	case WEFT_PROD:
 		f32_fanout_body(d, nd, a, b, head, body, WEFT_PROD);
@@ -423,9 +426,12 @@ f32_fanout_stream(float *const *d, int nd, const float *a, const float *b, size_
 		f32_fanout_body(d, nd, a, b, head, body, WEFT_SUM);
 		break;
 	}
-	for (size_t i = body; i < n; i++)
+	for (size_t i = body; i < n; i++) {
+		float v = op1(a[i], b[i], op);
+
 		for (int k = 0; k < nd; k++)
-			d[k][i] = op1(a[i], b[i], op);
+			d[k][i] = v;
+	}
 	return 1;
 }
 

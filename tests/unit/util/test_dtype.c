@@ -483,15 +483,17 @@ static void test_kernels_known_values(void **state)
  * outside [0, count). */
 static void test_reduce3_fanout(void **state)
 {
-	enum { MAXB = 3 * 4096 + 64, PAD = 64 };
-	uint8_t *a = malloc(MAXB + 2 * PAD), *b = malloc(MAXB + 2 * PAD), *want = malloc(MAXB);
-	uint8_t *d[3], *a2 = malloc(MAXB + 2 * PAD), *b2 = malloc(MAXB + 2 * PAD);
+	/* Buffers on 64-byte lines, so a skew of one element puts the streaming path's head
+	 * and tail loops to work whatever malloc would have returned. */
+	enum { MAXB = 3 * 4096 + 64, PAD = 64, BUF = MAXB + 2 * PAD };
+	uint8_t *a = aligned_alloc(64, BUF), *b = aligned_alloc(64, BUF), *want = malloc(MAXB);
+	uint8_t *d[3], *a2 = aligned_alloc(64, BUF), *b2 = aligned_alloc(64, BUF);
 	uint64_t rng = 12345;
 
 	(void)state;
 	assert_non_null(a && b && want && a2 && b2);
 	for (int k = 0; k < 3; k++) {
-		d[k] = malloc(MAXB + 2 * PAD);
+		d[k] = aligned_alloc(64, BUF);
 		assert_non_null(d[k]);
 	}
 	for (size_t i = 0; i < MAXB + 2 * PAD; i++) {
@@ -540,17 +542,19 @@ static void test_reduce3_fanout(void **state)
 						for (int k = ndst; k < 3; k++)
 							assert_int_equal(d[k][at[k]], 0x5c);
 					}
-					/* in place on both sides: dsts[0] is a, dsts[1] is b */
-					memcpy(a2, a, MAXB + 2 * PAD);
-					memcpy(b2, b, MAXB + 2 * PAD);
-					void *io[2] = {a2 + PAD, b2 + PAD};
+					/* in place on both sides: dsts[0] is a, dsts[1] is b (the
+					 * inputs' bytes moved by the skew) */
+					memcpy(a2 + skew, a, BUF - skew);
+					memcpy(b2 + skew, b, BUF - skew);
+					void *io[2] = {a2 + PAD + skew, b2 + PAD + skew};
 
-					wt_util_reduce3_fanout(io, 2, a2 + PAD, b2 + PAD, n,
+					wt_util_reduce3_fanout(io, 2, io[0], io[1], n,
 							       (weft_dtype_t)dt, (weft_op_t)op,
 							       stream);
-					assert_memory_equal(a2 + PAD, want, len);
-					assert_memory_equal(b2 + PAD, want, len);
-					assert_memory_equal(a2 + PAD + len, a + PAD + len, PAD);
+					assert_memory_equal(a2 + PAD + skew, want, len);
+					assert_memory_equal(b2 + PAD + skew, want, len);
+					assert_memory_equal(a2 + PAD + skew + len, a + PAD + len,
+							    PAD - skew);
 				}
 			}
 		}
