@@ -375,7 +375,7 @@ bf16_avx2_reduce(uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n, we
  * this is inlined. a and b are loaded before any store at the same index, so a destination
  * may be a or b. */
 __attribute__((target("avx2"), always_inline)) static inline void
-f32_fanout_body(float *const *d, int nd, const float *a, const float *b, size_t i, size_t n,
+f32_fanout_body(void *const *d, int nd, const float *a, const float *b, size_t i, size_t n,
 		weft_op_t op)
 {
 	for (; i + 16 <= n; i += 16) {
@@ -383,16 +383,29 @@ f32_fanout_body(float *const *d, int nd, const float *a, const float *b, size_t 
 		__m256 x1 = op8(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), op);
 
 		for (int k = 0; k < nd; k++) {
-			_mm256_stream_ps(d[k] + i, x0);
-			_mm256_stream_ps(d[k] + i + 8, x1);
+			_mm256_stream_ps((float *)d[k] + i, x0);
+			_mm256_stream_ps((float *)d[k] + i + 8, x1);
 		}
+	}
+}
+
+/* Elements [i, n) one at a time by plain stores: each combined once, before any store, as
+ * a destination may be a or b. */
+static void f32_fanout_plain(void *const *d, int nd, const float *a, const float *b, size_t i,
+			     size_t n, weft_op_t op)
+{
+	for (; i < n; i++) {
+		float v = op1(a[i], b[i], op);
+
+		for (int k = 0; k < nd; k++)
+			((float *)d[k])[i] = v;
 	}
 }
 
 /* Returns 0 (nothing written) unless every destination has the same offset in its 32-byte
  * line, as one whose head elements bring them all to a line together. */
-__attribute__((target("avx2"))) static int
-f32_fanout_stream(float *const *d, int nd, const float *a, const float *b, size_t n, weft_op_t op)
+__attribute__((target("avx2"))) static int f32_fanout_stream(void *const *d, int nd, const float *a,
+							     const float *b, size_t n, weft_op_t op)
 {
 	uintptr_t mis = (uintptr_t)d[0] & 31;
 	size_t head, body;
@@ -406,12 +419,7 @@ f32_fanout_stream(float *const *d, int nd, const float *a, const float *b, size_
 	if (head > n)
 		head = n;
 	body = head + (n - head) / 16 * 16;
-	for (size_t i = 0; i < head; i++) {
-		float v = op1(a[i], b[i], op); /* before any store: a destination may be a or b */
-
-		for (int k = 0; k < nd; k++)
-			d[k][i] = v;
-	}
+	f32_fanout_plain(d, nd, a, b, 0, head, op);
 	switch (op) {
 	case WEFT_PROD:
 		f32_fanout_body(d, nd, a, b, head, body, WEFT_PROD);
@@ -426,12 +434,7 @@ f32_fanout_stream(float *const *d, int nd, const float *a, const float *b, size_
 		f32_fanout_body(d, nd, a, b, head, body, WEFT_SUM);
 		break;
 	}
-	for (size_t i = body; i < n; i++) {
-		float v = op1(a[i], b[i], op);
-
-		for (int k = 0; k < nd; k++)
-			d[k][i] = v;
-	}
+	f32_fanout_plain(d, nd, a, b, body, n, op);
 	return 1;
 }
 
@@ -483,9 +486,6 @@ void wt_util_reduce(void *dst, const void *src, size_t count, weft_dtype_t dt, w
  * writes in flight together (2 threads, 64 MiB float32 into two buffers, streamed: 3.5-3.6
  * ms in 4 KiB blocks against 4.8-5.5 ms summing 64 KiB into a scratch first). */
 #define FANOUT_BLOCK 4096
-/* Destinations the float32 streaming fan-out takes at once (a host's ranks; more go through
- * the block). */
-#define FANOUT_F32_MAX_DST 64
 
 void wt_util_reduce3_fanout(void *const *dsts, int ndst, const void *a, const void *b, size_t count,
 			    weft_dtype_t dt, weft_op_t op, int stream)
@@ -497,15 +497,10 @@ void wt_util_reduce3_fanout(void *const *dsts, int ndst, const void *a, const vo
 	if (ndst <= 0 || per == 0 || find_kernels(dt, op) == NULL)
 		return;
 #ifdef WT_HAVE_F16C_PATH
-	if (stream && dt == WEFT_FLOAT32 && ndst <= FANOUT_F32_MAX_DST && have_x86_v3()) {
-		float *d[FANOUT_F32_MAX_DST];
-
-		for (int k = 0; k < ndst; k++)
-			d[k] = dsts[k];
-		if (f32_fanout_stream(d, ndst, a, b, count, op == WEFT_AVG ? WEFT_SUM : op)) {
-			wt_util_copy_fence();
-			return;
-		}
+	if (stream && dt == WEFT_FLOAT32 && have_x86_v3() &&
+	    f32_fanout_stream(dsts, ndst, a, b, count, op == WEFT_AVG ? WEFT_SUM : op)) {
+		wt_util_copy_fence();
+		return;
 	}
 #endif
 	for (size_t i = 0; i < count; i += per) {

@@ -859,12 +859,12 @@ static void print_head(const struct sweep *s, const struct perf_meta *m)
 	       o->factor >= 2 ? "factor" : "bytes", o->warmup, o->iters, o->async,
 	       o->check ? 1 : 0);
 	for (int i = 0; i < o->nbands; i++) {
-		if (o->band_limit[i] == 0 || i == o->nbands - 1)
+		if (perf_band_last(o->band_limit, o->nbands, i))
 			printf("# iterations by size: %s", i ? "larger" : "every size");
 		else
 			printf("# iterations by size: up to %zu bytes", o->band_limit[i]);
 		printf(": warmup iters: %d iters: %d\n", o->band_warmup[i], o->band_iters[i]);
-		if (o->band_limit[i] == 0)
+		if (perf_band_last(o->band_limit, o->nbands, i))
 			break;
 	}
 }

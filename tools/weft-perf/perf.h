@@ -59,6 +59,13 @@ struct perf_meta {
 	const int *band_iters, *band_warmup;
 };
 
+/* Band i of nbands of --iters-by-size serves every size the bands before it left: it has
+ * no limit (0) or is the last. */
+static inline bool perf_band_last(const size_t *limit, int nbands, int i)
+{
+	return limit[i] == 0 || i == nbands - 1;
+}
+
 /* Collective properties (data.c). */
 const char *perf_coll_name(enum perf_coll c);
 bool perf_coll_has_op(enum perf_coll c);

@@ -67,7 +67,7 @@ static void json_meta(FILE *f, const struct perf_meta *m)
 	if (m->nbands == 0)
 		fprintf(f, "null");
 	for (int i = 0; i < m->nbands; i++) {
-		int last = m->band_limit[i] == 0 || i == m->nbands - 1;
+		bool last = perf_band_last(m->band_limit, m->nbands, i);
 
 		fprintf(f, "%s{\"max_bytes\": ", i ? ", " : "[");
 		if (last)
