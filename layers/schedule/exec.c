@@ -71,6 +71,7 @@ struct wt_sched_exec {
 	uint8_t *bounce;
 	size_t bounce_len;
 	void **fan; /* a PEER_REDUCE_OUT's destinations, size entries (NULL until one runs) */
+	wt_util_umem_desc_t *fan_desc; /* their descriptors as read and checked, size entries */
 
 	uint32_t *pending;
 	uint32_t *ready;
@@ -705,7 +706,11 @@ static void exec_peer_out(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 
 	if (!s->len || peer_desc(ex, s, WT_SCHED_BUF_SEND, s->off, s->len, &d))
 		return;
-	if (ex->fan == NULL && (ex->fan = malloc((size_t)ex->size * sizeof(*ex->fan))) == NULL) {
+	if (ex->fan == NULL)
+		ex->fan = malloc((size_t)ex->size * sizeof(*ex->fan));
+	if (ex->fan_desc == NULL)
+		ex->fan_desc = malloc((size_t)ex->size * sizeof(*ex->fan_desc));
+	if (ex->fan == NULL || ex->fan_desc == NULL) {
 		exec_set_error(ex, WEFT_ERR_NO_MEMORY,
 			       "PEER_REDUCE_OUT: out of memory for %d destinations", ex->size);
 		return;
@@ -729,12 +734,13 @@ static void exec_peer_out(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	} else {
 		right = remote + s->off;
 	}
-	/* ours first; a NULL for a peer we must reach by a one-sided write */
+	/* ours first; a NULL for a peer we must reach by a one-sided write, which then goes
+	 * where the descriptor checked here says (a peer's slot is read once per step) */
 	ex->fan[nd++] = own;
 	for (int q = 0; q < ex->size; q++) {
 		if (q == ex->rank)
 			continue;
-		ex->fan[nd] = peer_recv_at(ex, s, q, &d);
+		ex->fan[nd] = peer_recv_at(ex, s, q, &ex->fan_desc[nd]);
 		if (ex->err)
 			return;
 		all_mapped &= ex->fan[nd++] != NULL;
@@ -754,9 +760,7 @@ static void exec_peer_out(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 			copy_hinted(ex->fan[k++], own, s->len, s->wire);
 			continue;
 		}
-		k++;
-		(void)peer_desc_of(ex, s, q, WT_SCHED_BUF_RECV, s->off, s->len, &d);
-		st = ex->net.peer_copy(ex->net.ctx, q, own, &d, s->off, s->len, 1);
+		st = ex->net.peer_copy(ex->net.ctx, q, own, &ex->fan_desc[k++], s->off, s->len, 1);
 		if (st != WEFT_OK)
 			exec_set_error(ex, st,
 				       "PEER_REDUCE_OUT of %zu bytes to rank %d's RECV[%zu] failed "
@@ -1154,6 +1158,7 @@ static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, wt_sched_exec_keep_t *kee
 	ex->bounce = NULL;
 	ex->bounce_len = 0;
 	ex->fan = NULL;
+	ex->fan_desc = NULL;
 	ex->rhead = ex->rtail = 0;
 	ex->ndone = ex->outstanding = 0;
 	ex->running = 0;
@@ -1179,6 +1184,8 @@ static void exec_release(wt_sched_exec_t *ex)
 	ex->bounce = NULL;
 	free(ex->fan);
 	ex->fan = NULL;
+	free(ex->fan_desc);
+	ex->fan_desc = NULL;
 	if (keep != NULL) {
 		if (ex->outstanding == 0 && keep->blk == NULL) {
 			keep->blk = ex;

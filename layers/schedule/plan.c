@@ -1075,14 +1075,14 @@ static weft_status_t check_step(wt_sched_plan_t *p, size_t i)
 
 static weft_status_t number_messages(wt_sched_plan_t *p)
 {
-	uint32_t *nsend = calloc((size_t)p->args.size * 2, sizeof(*nsend));
-	uint32_t *nrecv = nsend + p->args.size;
+	uint32_t *nsend = calloc((size_t)p->args.size * 2, sizeof(*nsend)), *nrecv;
 	const uint32_t limit = (uint32_t)1 << WT_SCHED_TAG_MSG_BITS;
 
 	if (!nsend) {
 		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "out of memory numbering messages");
 		return p->err;
 	}
+	nrecv = nsend + p->args.size;
 	for (size_t i = 0; i < p->nsteps; i++) {
 		wt_sched_step_t *s = &p->steps[i];
 		uint32_t *ctr;
