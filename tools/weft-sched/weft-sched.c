@@ -628,14 +628,18 @@ static int dot_all(const opts_t *o, wt_sched_plan_t **plans)
  * finishes. Reductions (the reduce of RECV_REDUCE too) cost len * gamma, and so do the
  * other steps that touch memory (COPY, DIV, NARROW, WIDEN); NOP and RECV cost nothing
  * beyond the arrival. Shared slots: a SLOT_PUT costs its copy (len * gamma) and its flag
- * reaches every SLOT_WAIT on that rank a fraction of alpha later (WT_SCHED_SLOT_ALPHA, as the
- * cost model prices it); slot reads cost len * gamma; SLOT_FREE and SLOT_DONE cost nothing
- * (one call alone: every slot is free). */
+ * reaches every SLOT_WAIT on that rank and slot call a fraction of alpha later
+ * (WT_SCHED_SLOT_ALPHA, as the cost model prices it); slot reads cost len * gamma. Waits and
+ * releases cost nothing but what they wait for: a SLOT_DONE's release reaches the SLOT_DRAINs
+ * on that rank and call, and the SLOT_FREEs of the call that reuses the slot (the ring's
+ * depth of calls later; one call alone, only a call in more parts than the ring is deep
+ * reuses its slots); a rank's own turn (the SLOT_FREE on itself) waits for its release of
+ * the call before, at once. */
 
 #define SIM_SEND (1u << 31)
 #define SIM_DONE (1u << 30) /* scheduled, or an empty record */
-#define SIM_PUT (1u << 29)  /* a SLOT_PUT: its finish releases the rank's slot waiters */
-#define SIM_COUNT (SIM_PUT - 1)
+#define SIM_SIG (1u << 29)  /* a SLOT_PUT or SLOT_DONE: its finish meets slot waits */
+#define SIM_COUNT (SIM_SIG - 1)
 #define SIM_INLINE 3
 #define SIM_NONE UINT32_MAX
 
@@ -647,6 +651,19 @@ typedef struct {
 	uint32_t xoff;		/* more successors: xe[xoff] = count, then ids; 0 = none */
 } sim_step_t;
 
+/* A slot signal, or a wait on one: step g and the signal's key (sim_sig_key). */
+typedef struct {
+	uint32_t g;
+	uint64_t key;
+} sim_sig_t;
+
+enum { SIM_SIG_PUT = 0, SIM_SIG_DONE = 1 };
+
+static uint64_t sim_sig_key(int kind, int rank, unsigned part)
+{
+	return (uint64_t)kind << 62 | (uint64_t)part << 32 | (uint32_t)rank;
+}
+
 typedef struct {
 	int n;
 	size_t depth, cap; /* records are depth * n, of cap * n allocated */
@@ -654,12 +671,12 @@ typedef struct {
 	uint32_t *xe;
 	size_t nxe, xcap;
 	size_t steps, nmsg, bytes;
-	/* shared slots: every SLOT_WAIT as (waiter, rank it waits for); then per rank the
-	 * waiters of its PUT, in wstart / wlist (counting sort by rank) */
-	uint32_t (*waits)[2];
-	size_t nwaits, wcap;
-	uint32_t *wstart, *wlist;
-	double flag; /* seconds from a PUT's end to its waiters */
+	/* shared slots: the signals (SLOT_PUT, SLOT_DONE) sorted by step, and the waits on
+	 * them sorted by signal (sim_sig_key) */
+	sim_sig_t *sigs, *waits;
+	size_t nsigs, sigcap, nwaits, wcap;
+	unsigned ring; /* slot calls in flight per rank: the depth of the ring the plans use */
+	double flag;   /* seconds from a signal's end to a waiter on another rank */
 	size_t nputs;
 } sim_t;
 
@@ -782,6 +799,49 @@ static int sim_match(sim_t *s, msgmap_t *m, const wt_sched_step_t *st, int r, ui
 	return 0;
 }
 
+static int sim_sig_add(sim_sig_t **arr, size_t *len, size_t *cap, uint32_t g, uint64_t key)
+{
+	if (grow((void **)arr, cap, *len + 1, sizeof(**arr)))
+		return -1;
+	(*arr)[*len].g = g;
+	(*arr)[(*len)++].key = key;
+	return 0;
+}
+
+/* Step g (st, of rank r) as a slot signal or a wait on one, counted into *pend. 1: a
+ * signal; 0: neither, or a wait; -1: out of memory. */
+static int sim_slot_edge(sim_t *s, const wt_sched_step_t *st, int r, uint32_t g, uint32_t *pend)
+{
+	uint64_t key;
+
+	switch (st->type) {
+	case WT_SCHED_SLOT_PUT:
+	case WT_SCHED_SLOT_DONE:
+		*pend |= SIM_SIG;
+		key = sim_sig_key(st->type == WT_SCHED_SLOT_PUT ? SIM_SIG_PUT : SIM_SIG_DONE, r,
+				  st->part);
+		return sim_sig_add(&s->sigs, &s->nsigs, &s->sigcap, g, key) ? -1 : 1;
+	case WT_SCHED_SLOT_WAIT:
+		key = sim_sig_key(SIM_SIG_PUT, st->peer, st->part);
+		break;
+	case WT_SCHED_SLOT_DRAIN:
+		key = sim_sig_key(SIM_SIG_DONE, st->peer, st->part);
+		break;
+	case WT_SCHED_SLOT_FREE:
+		if (st->peer == r && st->part >= 1)
+			key = sim_sig_key(SIM_SIG_DONE, r, st->part - 1);
+		else if (st->peer != r && st->part >= s->ring)
+			key = sim_sig_key(SIM_SIG_DONE, st->peer, st->part - s->ring);
+		else
+			return 0; /* the slot's earlier use is before the call */
+		break;
+	default:
+		return 0;
+	}
+	(*pend)++;
+	return sim_sig_add(&s->waits, &s->nwaits, &s->wcap, g, key) ? -1 : 0;
+}
+
 /* Adds rank r's plan. */
 static int sim_add(sim_t *s, msgmap_t *m, const wt_sched_plan_t *p, int r, const wt_sched_cost_t *c)
 {
@@ -789,6 +849,8 @@ static int sim_add(sim_t *s, msgmap_t *m, const wt_sched_plan_t *p, int r, const
 
 	if (sim_deepen(s, ns))
 		return -1;
+	s->ring =
+	    wt_sched_plan_view(p)->slot_small ? WT_SCHED_SLOT_SMALL_DEPTH : WT_SCHED_SLOT_DEPTH;
 	for (size_t i = 0; i < ns; i++) {
 		const wt_sched_step_t *st = wt_sched_plan_step(p, i);
 		uint32_t g = (uint32_t)(i * n + (size_t)r), k = 0, nsucc;
@@ -798,16 +860,15 @@ static int sim_add(sim_t *s, msgmap_t *m, const wt_sched_plan_t *p, int r, const
 
 		x->t = 0;
 		x->dur = step_cost(st, c);
-		x->pend = st->ndeps + (is_recv(st) || st->type == WT_SCHED_SLOT_WAIT ? 1 : 0);
-		if (st->type == WT_SCHED_SLOT_PUT) {
-			x->pend |= SIM_PUT;
-			s->nputs++;
-		}
-		if (st->type == WT_SCHED_SLOT_WAIT) {
-			if (grow((void **)&s->waits, &s->wcap, s->nwaits + 1, sizeof(*s->waits)))
-				return -1;
-			s->waits[s->nwaits][0] = g;
-			s->waits[s->nwaits++][1] = (uint32_t)st->peer;
+		x->pend = st->ndeps + (is_recv(st) ? 1 : 0);
+		switch (sim_slot_edge(s, st, r, g, &x->pend)) {
+		case -1:
+			return -1;
+		case 1:
+			s->nputs += st->type == WT_SCHED_SLOT_PUT;
+			break;
+		default:
+			break;
 		}
 		if (st->type == WT_SCHED_SEND) {
 			x->pend |= SIM_SEND;
@@ -913,19 +974,69 @@ static int sim_relax(run_t *R, uint32_t to, double fin)
 	return 0;
 }
 
+static int sig_by_step(const void *a, const void *b)
+{
+	uint32_t x = ((const sim_sig_t *)a)->g, y = ((const sim_sig_t *)b)->g;
+
+	return (x > y) - (x < y);
+}
+
+static int sig_by_key(const void *a, const void *b)
+{
+	uint64_t x = ((const sim_sig_t *)a)->key, y = ((const sim_sig_t *)b)->key;
+	uint32_t u = ((const sim_sig_t *)a)->g, v = ((const sim_sig_t *)b)->g;
+
+	return x != y ? (x > y) - (x < y) : (u > v) - (u < v);
+}
+
+static int sim_relax(run_t *R, uint32_t to, double fin);
+
+/* Signal step g finished at fin: its waits are met, the flag's way later on other ranks. */
+static int sim_signal(run_t *R, uint32_t g, double fin)
+{
+	const sim_t *s = R->s;
+	size_t lo = 0, hi = s->nsigs;
+	uint64_t key;
+
+	while (lo < hi) { /* the signal's key: sigs sorted by step */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->sigs[mid].g < g)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == s->nsigs || s->sigs[lo].g != g)
+		return 0;
+	key = s->sigs[lo].key;
+	lo = 0;
+	hi = s->nwaits;
+	while (lo < hi) { /* the first wait on it: waits sorted by key */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->waits[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < s->nwaits && s->waits[lo].key == key; lo++) {
+		uint32_t w = s->waits[lo].g;
+		int same = w % (uint32_t)s->n == g % (uint32_t)s->n;
+
+		if (sim_relax(R, w, fin + (same ? 0 : s->flag)))
+			return -1;
+	}
+	return 0;
+}
+
 static int sim_finish(run_t *R, uint32_t g, double fin)
 {
 	sim_step_t *x = &R->s->st[g];
 
 	x->t = fin;
 	R->done++;
-	if (x->pend & SIM_PUT) {
-		uint32_t r = g % (uint32_t)R->s->n;
-
-		for (uint32_t k = R->s->wstart[r]; k < R->s->wstart[r + 1]; k++)
-			if (sim_relax(R, R->s->wlist[k], fin + R->s->flag))
-				return -1;
-	}
+	if ((x->pend & SIM_SIG) && sim_signal(R, g, fin))
+		return -1;
 	for (int k = 0; k < SIM_INLINE; k++)
 		if (sim_relax(R, x->e[k], fin))
 			return -1;
@@ -951,33 +1062,16 @@ static int sim_drain(run_t *R)
 	return 0;
 }
 
-/* Every rank's SLOT_WAITs listed under the rank they wait for (counting sort). */
-static int sim_index_waits(sim_t *s)
-{
-	s->wstart = calloc((size_t)s->n + 1, sizeof(*s->wstart));
-	s->wlist = malloc((s->nwaits ? s->nwaits : 1) * sizeof(*s->wlist));
-	if (!s->wstart || !s->wlist)
-		return -1;
-	for (size_t i = 0; i < s->nwaits; i++)
-		s->wstart[s->waits[i][1] + 1]++;
-	for (int r = 0; r < s->n; r++)
-		s->wstart[r + 1] += s->wstart[r];
-	for (size_t i = 0; i < s->nwaits; i++)
-		s->wlist[s->wstart[s->waits[i][1]]++] = s->waits[i][0];
-	for (int r = s->n; r > 0; r--)
-		s->wstart[r] = s->wstart[r - 1];
-	s->wstart[0] = 0;
-	return 0;
-}
-
 static int sim_run(run_t *R)
 {
 	sim_t *s = R->s;
 
-	if (sim_index_waits(s))
-		return -1;
+	if (s->nsigs)
+		qsort(s->sigs, s->nsigs, sizeof(*s->sigs), sig_by_step);
+	if (s->nwaits)
+		qsort(s->waits, s->nwaits, sizeof(*s->waits), sig_by_key);
 	for (size_t g = 0; g < s->depth * (size_t)s->n; g++) {
-		uint32_t pend = s->st[g].pend & ~SIM_PUT;
+		uint32_t pend = s->st[g].pend & ~SIM_SIG;
 
 		if (pend != 0 && pend != SIM_SEND)
 			continue;
@@ -1001,9 +1095,8 @@ static void sim_free(sim_t *s)
 	if (s->st)
 		munmap(s->st, s->cap * (size_t)s->n * sizeof(sim_step_t));
 	free(s->xe);
+	free(s->sigs);
 	free(s->waits);
-	free(s->wstart);
-	free(s->wlist);
 }
 
 static void sim_report(const opts_t *o, const wt_sched_algo_t *algo, sim_t *s, double *fin)

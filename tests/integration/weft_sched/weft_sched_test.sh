@@ -141,6 +141,25 @@ slots)
 	grep -q '1 slot publications' "$out" || fail "broadcast publishes once"
 	t=$(sed -nE 's/^estimated time: ([0-9.]+) us.*/\1/p' "$out")
 	awk -v t="$t" 'BEGIN { exit !(t > 0.1 && t < 5) }' || fail "simulated $t us"
+	# In parts (slots of 263264 bytes): each part's waits are met by that part's PUT, and the
+	# root publishes part k after releasing part k-1. The root is done after copying the
+	# whole vector in (gamma 8 GB/s), a reader a flag (0.1 us) and its copy of the last part
+	# later. 1 MiB: 4 parts, the last of 258784 bytes; 2 MiB: 8 parts, more than the ring of
+	# 4 holds (part k reuses part k-4's slot), the last of 254304 bytes.
+	for c in 262144:1048576:258784 524288:2097152:254304; do
+		"$ws" broadcast --algo slots --ranks 4 --count "${c%%:*}" --cost 1,6,8 --simulate \
+			>"$out" 2>"$err" || fail "simulate parts: exit $?"
+		b=${c#*:}
+		last=${b#*:}
+		b=${b%%:*}
+		t=$(sed -nE 's/^estimated time: ([0-9.]+) us \(first rank done at ([0-9.]+) us\)/\1 \2/p' \
+			"$out")
+		awk -v t="$t" -v b="$b" -v l="$last" 'BEGIN {
+			split(t, x, " "); root = b / 8e3; end = root + 0.1 + l / 8e3
+			exit !(x[2] > root - 0.002 && x[2] < root + 0.002 &&
+			       x[1] > end - 0.002 && x[1] < end + 0.002) }' ||
+			fail "broadcast of $b bytes in parts simulated as $t us"
+	done
 	# Forced without slots: refused with the reason.
 	"$ws" allreduce --algo slots --ranks 4 --count 2 --slots=0 >"$out" 2>"$err"
 	[ $? -eq 2 ] || fail "--slots=0 accepted"
