@@ -10,6 +10,7 @@ weft_status_t wt_sched_allreduce_recdbl(const wt_sched_args_t *args, wt_sched_pl
 weft_status_t wt_sched_allreduce_rabenseifner(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_allreduce_reduce_bcast(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_allreduce_oneshot(const wt_sched_args_t *args, wt_sched_plan_t *p);
+weft_status_t wt_sched_allreduce_slots_twoshot(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_allgather_ring(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_allgather_recdbl(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_allgather_bruck(const wt_sched_args_t *args, wt_sched_plan_t *p);

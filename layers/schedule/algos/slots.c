@@ -16,9 +16,10 @@
 typedef struct {
 	const wt_sched_args_t *a;
 	wt_sched_plan_t *p;
-	size_t blk;   /* count * element size */
-	int put;      /* our SLOT_PUT, -1 if none */
-	int *wait_of; /* per rank: its SLOT_WAIT (ours: the PUT) */
+	size_t blk;	  /* count * element size */
+	int put;	  /* our SLOT_PUT, -1 if none */
+	int scratch_free; /* the step after which SCRATCH may be overwritten, -1 at once */
+	int *wait_of;	  /* per rank: its SLOT_WAIT (ours: the PUT) */
 } sl_t;
 
 /* Refuse args the slots cannot serve: no slots, or more to publish than a slot holds. */
@@ -85,6 +86,7 @@ static weft_status_t sl_init(sl_t *g, const wt_sched_args_t *a, wt_sched_plan_t 
 	g->p = p;
 	g->blk = a->count * wt_util_dtype_size(a->dtype);
 	g->put = -1;
+	g->scratch_free = -1;
 	g->wait_of = malloc((size_t)a->size * sizeof(*g->wait_of));
 	if (!g->wait_of) {
 		wt_sched_fail(p, WEFT_ERR_NO_MEMORY, "slots: out of memory for %d ranks", a->size);
@@ -116,8 +118,9 @@ static void sl_wait_all(sl_t *g)
 /* dst (len bytes) = term 0 op term 1 op ... in rank order, term k being slot k at off and
  * ours the input at own / own_off. We never read our own slot: a later call of ours may
  * already be overwriting it (only the peers' releases guard a slot). When own is dst (in
- * place), rank 0 starts from it as it is and the others save it to scratch first; in place
- * every write to dst waits for the PUT, which reads the input out of it. */
+ * place), rank 0 starts from it as it is and the others save it to scratch first (after
+ * g->scratch_free: a call in pieces reuses the scratch once the piece before has summed it);
+ * in place every write to dst waits for the PUT, which reads the input out of it. */
 static int sl_reduce_all(sl_t *g, wt_sched_buf_t dst, size_t dst_off, size_t off, size_t len,
 			 wt_sched_buf_t own, size_t own_off)
 {
@@ -128,7 +131,8 @@ static int sl_reduce_all(sl_t *g, wt_sched_buf_t dst, size_t dst_off, size_t off
 		acc = g->put;
 	} else if (aliased) {
 		wt_sched_scratch(g->p, len);
-		save = wt_sched_copy(g->p, WT_SCHED_BUF_SCRATCH, 0, own, own_off, len, 0, NULL);
+		save = wt_sched_copy(g->p, WT_SCHED_BUF_SCRATCH, 0, own, own_off, len,
+				     g->scratch_free >= 0 ? 1 : 0, &g->scratch_free);
 		g->wait_of[me] = save;
 		own = WT_SCHED_BUF_SCRATCH;
 		own_off = 0;
@@ -345,5 +349,76 @@ weft_status_t wt_sched_barrier_slots(const wt_sched_args_t *a, wt_sched_plan_t *
 		return WEFT_ERR_NO_MEMORY;
 	sl_publish(&g, WT_SCHED_BUF_SEND, 0, 0);
 	sl_wait_all(&g);
+	return sl_finish(&g, -1, 0);
+}
+
+/* Bytes before share q of a piece of cnt elements, and its length: the elements split as
+ * evenly as they go, the first cnt % n shares one longer. */
+static void sl_share(size_t cnt, int n, int q, size_t es, size_t *off, size_t *len)
+{
+	size_t base = cnt / (size_t)n, extra = cnt % (size_t)n, uq = (size_t)q;
+
+	*off = (uq * base + (uq < extra ? uq : extra)) * es;
+	*len = (base + (uq < extra ? 1 : 0)) * es;
+}
+
+/* Two-shot: a reduce-scatter and an allgather through the slots, two slot calls per piece of
+ * a slot (a vector larger than a slot goes in pieces). In the first every rank publishes the
+ * piece and sums its share of it from every slot, in rank order, into RECV; in the second it
+ * publishes that share and copies every peer's share out of the peer's slot. Each rank reads
+ * the piece once from the slots where the one-shot reads it n times. In place, the reduced
+ * shares overwrite RECV only after the first PUT has read the input out of it. */
+weft_status_t wt_sched_allreduce_slots_twoshot(const wt_sched_args_t *a, wt_sched_plan_t *p)
+{
+	sl_t g;
+	size_t es = wt_util_dtype_size(a->dtype), bytes = a->count * es, part, nparts;
+	int n = a->size, r = a->rank;
+
+	if (n == 1 || a->count == 0)
+		return wt_sched_allreduce_local(a, p);
+	if (sl_parts(a, p, bytes, &part, &nparts))
+		return WEFT_ERR_UNSUPPORTED;
+	if (2 * nparts > WT_SCHED_SLOT_MAX_PARTS) {
+		wt_sched_fail(p, WEFT_ERR_UNSUPPORTED,
+			      "slots_twoshot: %zu bytes take more than %d slot calls", bytes,
+			      WT_SCHED_SLOT_MAX_PARTS);
+		return WEFT_ERR_UNSUPPORTED;
+	}
+	if (sl_init(&g, a, p))
+		return WEFT_ERR_NO_MEMORY;
+	wt_sched_buf_t in = a->in_place ? WT_SCHED_BUF_RECV : WT_SCHED_BUF_SEND;
+
+	for (size_t k = 0; k < nparts; k++) {
+		size_t off = k * part, len = bytes - off < part ? bytes - off : part, so, sl;
+		int acc, put_a;
+
+		sl_share(len / es, n, r, es, &so, &sl);
+		for (int q = 0; q < n; q++)
+			g.wait_of[q] = -1;
+		wt_sched_slot_part(p, (unsigned)(2 * k));
+		sl_publish(&g, in, off, len);
+		put_a = g.put;
+		sl_wait_all(&g);
+		acc = sl_reduce_all(&g, WT_SCHED_BUF_RECV, off + so, so, sl, in, off + so);
+		g.scratch_free = acc; /* the sum read our saved share before it ended */
+		if (a->op == WEFT_AVG && sl)
+			acc = wt_sched_div(p, WT_SCHED_BUF_RECV, off + so, sl, 1, &acc);
+		wt_sched_slot_done(p);
+		wt_sched_slot_part(p, (unsigned)(2 * k + 1));
+		g.put = wt_sched_slot_put(p, WT_SCHED_BUF_RECV, off + so, 0, sl, acc >= 0 ? 1 : 0,
+					  &acc);
+		for (int i = 1; i < n; i++) {
+			int q = (r + i) % n, deps[2], nd = 0;
+			size_t qo, ql;
+
+			sl_share(len / es, n, q, es, &qo, &ql);
+			deps[nd++] = wt_sched_slot_wait(p, q, 0, NULL);
+			if (a->in_place)
+				deps[nd++] = put_a; /* it read our input's share q out of RECV */
+			wt_sched_slot_copy(p, WT_SCHED_BUF_RECV, off + qo, q, 0, ql, nd, deps);
+		}
+		if (k + 1 < nparts)
+			wt_sched_slot_done(p);
+	}
 	return sl_finish(&g, -1, 0);
 }

@@ -228,6 +228,31 @@ static double slot_parts(const wt_sched_args_t *a, double m)
 	return (double)wt_sched_slot_nparts(a, (size_t)m, &part);
 }
 
+/* Two slot calls per piece of a slot (slots.c): every rank copies the piece in, sums its
+ * share of it from every slot, copies the share in again and reads the other shares out:
+ * 2 + 2/n passes over the piece where the one-shot makes n + 1, half of them reads from
+ * slots. Its second round of flags needs every rank to have run again after the first,
+ * which where ranks share cores is a round of scheduling: priced as alpha for every two
+ * ranks. Measured, 4 ranks on 2 cores, weft-perf -n 30 alternating, two-shot / one-shot /
+ * rabenseifner: 1 KiB 42-93 / 25 / - us, 256 KiB 102 / 107 / -, 512 KiB 172-246 / 205-224 /
+ * 378-647, 1 MiB 457-510 / 709-835 / 709-858, 2 MiB 1.02-1.24 ms / - / 1.27-1.70, 4 MiB
+ * 2.28-2.75 / - / 2.48-3.21; 8 ranks, against the automatic choice of before: 1 MiB
+ * 1.37-1.39 / 2.11-2.63 ms, 64 KiB 201-212 / 153-156 us. */
+static double c_ar_slots_twoshot(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	double n = a->size, m = elem_bytes(a), parts = slot_parts(a, m);
+
+	/* from a call of WT_SCHED_STREAM_MIN up nothing stays in the shared cache: reads from
+	 * slots cost what other reads do (4 ranks on 2 cores, two-shot / rabenseifner: 16 MiB
+	 * 10.3-10.7 / 10.1-12.9 ms, 32 MiB 22.2-23.2 / 20.5-21.3) */
+	double rs = m >= (double)WT_SCHED_STREAM_MIN ? 1 : read_share(c);
+
+	if (parts == 0 || 2 * parts > WT_SCHED_SLOT_MAX_PARTS)
+		return HUGE_VAL;
+	return parts * (2 * slot_flags(a, c) + c->alpha * n / 2) +
+	       (m + 2 * m / n + 2 * (n - 1) / n * m * rs) * c->gamma;
+}
+
 /* A block larger than a slot goes in parts (slots.c). */
 static double c_ag_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 {
@@ -287,6 +312,8 @@ static const wt_sched_algo_t algo_table[] = {
     {"reduce_bcast", WT_COLL_ALLREDUCE, wt_sched_allreduce_reduce_bcast, 1, 0, c_ar_redbc},
     {"oneshot", WT_COLL_ALLREDUCE, wt_sched_allreduce_oneshot, 1, 0, c_ar_oneshot},
     {"slots", WT_COLL_ALLREDUCE, wt_sched_allreduce_slots, 1, 0, c_ar_slots},
+    {"slots_twoshot", WT_COLL_ALLREDUCE, wt_sched_allreduce_slots_twoshot, 1, 0,
+     c_ar_slots_twoshot},
     {"direct", WT_COLL_ALLREDUCE, wt_sched_allreduce_direct, 1, 0, c_ar_direct},
     {"ring", WT_COLL_ALLGATHER, wt_sched_allgather_ring, ALL, c_ag_ring},
     {"recursive_doubling", WT_COLL_ALLGATHER, wt_sched_allgather_recdbl, 1, 0, c_ag_log},

@@ -640,6 +640,50 @@ static void test_root_runs_ahead(void **state)
 	g_region = REGION;
 }
 
+/* Sequences of SEQ_CALLS mixed calls on 2 to 5 ranks, three each, in which shape() turns
+ * some calls into the slot calls under test. */
+static void mixed_sequences(uint64_t *seed, size_t per,
+			    void (*shape)(cfg_t *c, int k, int rep, size_t per))
+{
+	for (int n = 2; n <= 5; n++)
+		for (int rep = 0; rep < 3; rep++) {
+			cfg_t cfgs[SEQ_CALLS];
+
+			for (int k = 0; k < SEQ_CALLS; k++) {
+				cfgs[k] =
+				    mixed_call(*seed, k, n, 3, 1 + (*seed + (uint64_t)k) % 9, 4);
+				shape(&cfgs[k], k, rep, per);
+			}
+			run_sequence(cfgs, SEQ_CALLS, n, (*seed)++);
+		}
+}
+
+/* every third call a broadcast of one to depth+3 slots, the next an allgather of blocks of
+ * several slots, in place and not */
+static void shape_parts(cfg_t *c, int k, int rep, size_t per)
+{
+	if (k % 3 == 0) {
+		c->coll = WT_COLL_BROADCAST;
+		c->algo = "slots";
+		c->count = per * (size_t)(1 + (k + rep) % (WT_SCHED_SLOT_DEPTH + 3)) +
+			   (size_t)(rep % 2) * 5;
+	} else if (k % 3 == 1) {
+		c->coll = WT_COLL_ALLGATHER;
+		c->algo = "slots";
+		c->count = per * (size_t)(2 + (k + rep) % WT_SCHED_SLOT_DEPTH) + 3;
+	}
+}
+
+/* every third call a two-shot allreduce of one to four slots */
+static void shape_twoshot(cfg_t *c, int k, int rep, size_t per)
+{
+	if (k % 3 == 0) {
+		c->coll = WT_COLL_ALLREDUCE;
+		c->algo = "slots_twoshot";
+		c->count = per * (size_t)(1 + (k + rep) % 4) + (size_t)(rep % 2) * 5;
+	}
+}
+
 /* A broadcast or an allgather larger than a slot goes in parts, one slot call each: in
  * sequences with other slot calls and message calls (numbering skips the parts), every
  * root, in place and not, part counts past the ring's depth and a last part that is short; and a
@@ -651,30 +695,7 @@ static void test_broadcast_parts(void **state)
 	uint64_t seed = 60000;
 
 	(void)state;
-	for (int n = 2; n <= 5; n++)
-		for (int rep = 0; rep < 3; rep++) {
-			cfg_t cfgs[SEQ_CALLS];
-
-			for (int k = 0; k < SEQ_CALLS; k++) {
-				cfgs[k] =
-				    mixed_call(seed, k, n, 3, 1 + (seed + (uint64_t)k) % 9, 4);
-				if (k % 3 == 0) {
-					cfgs[k].coll = WT_COLL_BROADCAST;
-					cfgs[k].algo = "slots";
-					cfgs[k].count =
-					    per * (size_t)(1 +
-							   (k + rep) % (WT_SCHED_SLOT_DEPTH + 3)) +
-					    (size_t)(rep % 2) * 5;
-				} else if (k % 3 == 1) {
-					/* blocks of several slots, in place and not */
-					cfgs[k].coll = WT_COLL_ALLGATHER;
-					cfgs[k].algo = "slots";
-					cfgs[k].count =
-					    per * (size_t)(2 + (k + rep) % WT_SCHED_SLOT_DEPTH) + 3;
-				}
-			}
-			run_sequence(cfgs, SEQ_CALLS, n, seed++);
-		}
+	mixed_sequences(&seed, per, shape_parts);
 	{
 		enum { N = 3, PARTS = WT_SCHED_SLOT_DEPTH + 2 };
 		const cfg_t c = {.coll = WT_COLL_BROADCAST,
@@ -696,6 +717,129 @@ static void test_broadcast_parts(void **state)
 		for (int r = 0; r < N; r += 2)
 			calls_start(cs, 0, r);
 		calls_finish(cs);
+	}
+}
+
+/* Bytes rank r of n reads out of the peers' slots in a two-shot allreduce of count
+ * elements of es bytes in pieces of `per` elements: per piece, its share from every peer
+ * (the reduce-scatter) and every peer's share (the allgather), the shares split as evenly
+ * as they go with the first ones an element longer. */
+static size_t twoshot_reads(size_t count, size_t per, size_t es, int n, int r)
+{
+	size_t total = 0;
+
+	for (size_t off = 0; off < count; off += per) {
+		size_t cnt = count - off < per ? count - off : per;
+		size_t mine = cnt / (size_t)n + ((size_t)r < cnt % (size_t)n ? 1 : 0);
+
+		total += ((size_t)(n - 1) * mine + (cnt - mine)) * es;
+	}
+	return total;
+}
+
+/* The two-shot allreduce (slots_twoshot): rank counts 1..9, 13 and 33, counts 0, 1, 7, 37
+ * (empty shares on some ranks), in place or not; every dtype and op at 2, 3, 4, 8; vectors
+ * of several slots (two slot calls a piece, past the ring's depth, a short last piece),
+ * alone and in sequences among other slot and message calls; per rank it reads the peers'
+ * slots for about twice the vector where the one-shot reads it n - 1 times; the cost model
+ * takes it for 1 MiB at 4 ranks on 2 cores, not for 64 KiB (one round of flags is cheaper
+ * there) nor for 16 MiB, nor when WEFT_ALGO forbids it. */
+static void test_allreduce_twoshot(void **state)
+{
+	static const size_t counts[] = {0, 1, 7, 37};
+	static const int ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 33};
+	size_t per = wt_sched_slot_capacity(REGION) / 4; /* int32 elements in a slot */
+	uint64_t seed = 70000;
+
+	(void)state;
+	g_region = REGION;
+	for (size_t ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++)
+		for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+			for (int ip = 0; ip < 2; ip++) {
+				cfg_t c = {.coll = WT_COLL_ALLREDUCE,
+					   .n = ns[ni],
+					   .count = counts[k],
+					   .dt = WEFT_INT32,
+					   .op = WEFT_SUM,
+					   .in_place = ip,
+					   .seed = seed++,
+					   .algo = "slots_twoshot"};
+
+				run_one(&c);
+			}
+	for (size_t di = 0; di < sizeof(dtypes) / sizeof(dtypes[0]); di++)
+		for (size_t oi = 0; oi < sizeof(ops) / sizeof(ops[0]); oi++)
+			for (int n = 2; n <= 8; n = n == 4 ? 8 : n + 1) {
+				cfg_t c = {.coll = WT_COLL_ALLREDUCE,
+					   .n = n,
+					   .count = 19,
+					   .dt = dtypes[di],
+					   .op = ops[oi],
+					   .in_place = (int)(seed & 1),
+					   .seed = seed++,
+					   .algo = "slots_twoshot"};
+
+				run_one(&c);
+			}
+	/* several pieces: 1 to the ring's depth + 2 of them, the last short or whole */
+	for (int n = 2; n <= 5; n++)
+		for (size_t pieces = 1; pieces <= WT_SCHED_SLOT_DEPTH + 2; pieces++) {
+			cfg_t c = {.coll = WT_COLL_ALLREDUCE,
+				   .n = n,
+				   .count = per * pieces - (pieces % 2) * 3,
+				   .dt = pieces % 3 ? WEFT_INT32 : WEFT_FLOAT32,
+				   .op = ops[pieces % 5],
+				   .in_place = (int)(pieces & 1),
+				   .seed = seed++,
+				   .algo = "slots_twoshot"};
+			wt_sched_plan_t *p;
+			wt_sched_args_t a;
+			size_t reads = 0;
+
+			run_one(&c);
+			for (int r = 0; r < n; r++) {
+				a = args_of(&c, r);
+				st_build(&a, algo_of(&c), "twoshot reads", &p);
+				assert_int_equal(wt_sched_plan_view(p)->slot_parts, 2 * pieces);
+				reads = 0;
+				for (size_t i = 0; i < wt_sched_plan_nsteps(p); i++) {
+					const wt_sched_step_t *st = wt_sched_plan_step(p, i);
+
+					if (st->type == WT_SCHED_SLOT_COPY ||
+					    st->type == WT_SCHED_SLOT_REDUCE)
+						reads += st->len;
+				}
+				assert_int_equal(reads, twoshot_reads(c.count, per, 4, n, r));
+				assert_true(reads <= 2 * c.count * 4);
+				wt_sched_plan_unref(p);
+			}
+		}
+	/* in sequences with the other slot algorithms and message calls */
+	mixed_sequences(&seed, per, shape_twoshot);
+	{
+		const wt_sched_cost_t over = {9.75e-6, 1 / 6e9, 1 / 8e9, 0.3};
+		size_t big = wt_sched_slot_capacity(BIG_REGION);
+		static const struct {
+			size_t count;
+			const char *spec;
+			int want;
+		} cases[] = {{1 << 18, NULL, 1},
+			     {1 << 14, NULL, 0},
+			     {1 << 22, NULL, 0},
+			     {1 << 18, "allreduce:!slots_twoshot", 0}};
+
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			wt_sched_args_t a = st_args(WT_COLL_ALLREDUCE, cases[i].count, WEFT_FLOAT32,
+						    WEFT_SUM, 0, 4, 0, 0);
+			const wt_sched_algo_t *algo = NULL;
+			char err[200];
+
+			a.slot_bytes = big;
+			assert_int_equal(
+			    wt_sched_algo_choose(&a, cases[i].spec, &over, &algo, err, sizeof(err)),
+			    WEFT_OK);
+			assert_int_equal(strcmp(algo->name, "slots_twoshot") == 0, cases[i].want);
+		}
 	}
 }
 
@@ -1652,6 +1796,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_small_ring),
 	    cmocka_unit_test(test_root_runs_ahead),
 	    cmocka_unit_test(test_broadcast_parts),
+	    cmocka_unit_test(test_allreduce_twoshot),
 	    cmocka_unit_test(test_release_after_waits),
 	    cmocka_unit_test(test_calls_differ),
 	    cmocka_unit_test(test_region_warm),
