@@ -112,6 +112,10 @@ dtypes_ops_async)
 	run 3 allreduce reduce_scatter reduce -d all -o all -a 3 -b 8 -e 512 -f 8 -n 3 -w 1
 	check_table $((3 * 10 * 5 * 3))
 	check_files $((3 * 10 * 5 * 3)) 3
+	# More requests in flight than iterations: only the result buffers a call was given
+	# are checked (the others used to count every element wrong).
+	run 3 allreduce allgather -a 4 -b 8 -e 512 -f 8 -n 2 -w 1
+	check_table $((2 * 3))
 	;;
 iters_by_size_n2)
 	# --iters-by-size: every row runs its band's iterations, and says so in JSON and CSV
