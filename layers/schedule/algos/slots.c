@@ -55,14 +55,15 @@ size_t wt_sched_slot_nparts(const wt_sched_args_t *a, size_t len, size_t *part)
 	return n > WT_SCHED_SLOT_MAX_PARTS ? 0 : n;
 }
 
-/* The parts of a piece of len bytes per rank, or the plan refused with why. */
+/* The parts of a piece of len bytes per rank, each taking `calls` slot calls, or the plan
+ * refused with why. */
 static weft_status_t sl_parts(const wt_sched_args_t *a, wt_sched_plan_t *p, size_t len,
-			      size_t *part, size_t *nparts)
+			      size_t calls, size_t *part, size_t *nparts)
 {
 	*nparts = wt_sched_slot_nparts(a, len, part);
 	if (*part == 0)
 		return sl_fits(a, p, len);
-	if (*nparts == 0) {
+	if (*nparts == 0 || *nparts * calls > WT_SCHED_SLOT_MAX_PARTS) {
 		wt_sched_fail(p, WEFT_ERR_UNSUPPORTED,
 			      "slots: %zu bytes take more than %d slot calls of %zu", len,
 			      WT_SCHED_SLOT_MAX_PARTS, *part);
@@ -200,7 +201,7 @@ weft_status_t wt_sched_allgather_slots(const wt_sched_args_t *a, wt_sched_plan_t
 	mine = (size_t)a->rank * blk;
 	if (blk == 0 || a->size == 1)
 		return sl_local(a, p, mine, 0, blk);
-	if (sl_parts(a, p, blk, &part, &nparts))
+	if (sl_parts(a, p, blk, 1, &part, &nparts))
 		return WEFT_ERR_UNSUPPORTED;
 	if (sl_init(&g, a, p))
 		return WEFT_ERR_NO_MEMORY;
@@ -263,7 +264,7 @@ weft_status_t wt_sched_bcast_slots(const wt_sched_args_t *a, wt_sched_plan_t *p)
 
 	if (a->size == 1 || bytes == 0)
 		return WEFT_OK;
-	if (sl_parts(a, p, bytes, &part, &nparts))
+	if (sl_parts(a, p, bytes, 1, &part, &nparts))
 		return WEFT_ERR_UNSUPPORTED;
 	for (size_t k = 0; k < nparts; k++) {
 		size_t off = k * part, len = bytes - off < part ? bytes - off : part;
@@ -376,14 +377,8 @@ weft_status_t wt_sched_allreduce_slots_twoshot(const wt_sched_args_t *a, wt_sche
 
 	if (n == 1 || a->count == 0)
 		return wt_sched_allreduce_local(a, p);
-	if (sl_parts(a, p, bytes, &part, &nparts))
+	if (sl_parts(a, p, bytes, 2, &part, &nparts))
 		return WEFT_ERR_UNSUPPORTED;
-	if (2 * nparts > WT_SCHED_SLOT_MAX_PARTS) {
-		wt_sched_fail(p, WEFT_ERR_UNSUPPORTED,
-			      "slots_twoshot: %zu bytes take more than %d slot calls", bytes,
-			      WT_SCHED_SLOT_MAX_PARTS);
-		return WEFT_ERR_UNSUPPORTED;
-	}
 	if (sl_init(&g, a, p))
 		return WEFT_ERR_NO_MEMORY;
 	wt_sched_buf_t in = a->in_place ? WT_SCHED_BUF_RECV : WT_SCHED_BUF_SEND;

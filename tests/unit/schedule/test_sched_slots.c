@@ -814,6 +814,24 @@ static void test_allreduce_twoshot(void **state)
 				wt_sched_plan_unref(p);
 			}
 		}
+	/* two slot calls a piece: half as many pieces as a plan may have slot calls, no more */
+	{
+		wt_sched_args_t a = st_args(WT_COLL_ALLREDUCE, per * (WT_SCHED_SLOT_MAX_PARTS / 2),
+					    WEFT_INT32, WEFT_SUM, 0, 3, 1, 0);
+		wt_sched_plan_t *p = NULL;
+		char err[256] = "";
+
+		a.slot_bytes = per * 4;
+		st_build(&a, wt_sched_algo_select(&a, "slots_twoshot"), "twoshot limit", &p);
+		assert_int_equal(wt_sched_plan_view(p)->slot_parts, WT_SCHED_SLOT_MAX_PARTS);
+		wt_sched_plan_unref(p);
+		p = NULL;
+		a.count++;
+		assert_int_equal(wt_sched_plan_build(&a, wt_sched_algo_select(&a, "slots_twoshot"),
+						     &p, err, sizeof(err)),
+				 WEFT_ERR_UNSUPPORTED);
+		assert_non_null(strstr(err, "take more than"));
+	}
 	/* in sequences with the other slot algorithms and message calls */
 	mixed_sequences(&seed, per, shape_twoshot);
 	{
