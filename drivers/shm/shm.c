@@ -20,6 +20,9 @@
 #include <unistd.h>
 #include "drivers/link.h"
 #include "drivers/shm/shm_layout.h"
+#include "drivers/shm/txway.h"
+#include "lib/util/copy.h"
+#include "lib/util/env.h"
 #include "lib/util/log.h"
 #include "lib/util/time.h"
 
@@ -76,6 +79,7 @@ struct shm_peer {
 	uint64_t rx_tail;	   /* consumed (delivered) up to here */
 	uint64_t rx_tail_pub;	   /* published to the producer up to here */
 	uint64_t tx_warm, rx_warm; /* bytes of the ring populated (see ring_warm) */
+	wt_shm_txway_t tx_way;	   /* plain or streaming stores for large frames (txway.c) */
 	const uint8_t *slot;	   /* its slot area, mapped read only */
 	struct shm_umap *umaps;	   /* its weft_mem regions we mapped (SHM_UMAPS), or NULL */
 	uint64_t umap_tick;
@@ -382,17 +386,44 @@ static weft_status_t shm_alloc(const wt_link_config_t *cfg, wt_link_t **out)
 	return WEFT_OK;
 }
 
+/* WEFT_SHM_STORES: how large frames are written into the rings: "auto" (unset) measures
+ * (txway.c), "plain" and "stream" fix the way. */
+static weft_status_t stores_setting(int *out)
+{
+	const char *v = wt_util_env_str("WEFT_SHM_STORES");
+
+	*out = WT_SHM_STORES_AUTO;
+	if (v == NULL || strcmp(v, "auto") == 0)
+		return WEFT_OK;
+	if (strcmp(v, "plain") == 0) {
+		*out = WT_SHM_STORES_PLAIN;
+		return WEFT_OK;
+	}
+	if (strcmp(v, "stream") == 0) {
+		*out = WT_SHM_STORES_STREAM;
+		return WEFT_OK;
+	}
+	WT_ERROR("shm: WEFT_SHM_STORES='%.40s' is not one of auto, plain, stream", v);
+	return WEFT_ERR_INVALID_ARG;
+}
+
 static weft_status_t shm_open_link(const wt_link_config_t *cfg, wt_link_t **link)
 {
 	wt_link_t *l = NULL;
 	weft_status_t st;
+	int stores;
 
 	if (cfg == NULL || link == NULL)
 		return WEFT_ERR_INVALID_ARG;
 	st = wt_link_config_check("shm", cfg, SHM_MAX_RANKS, WT_SHM_JOB_ID_MAX, "/");
 	if (st != WEFT_OK)
 		return st;
+	st = stores_setting(&stores);
+	if (st != WEFT_OK)
+		return st;
 	st = shm_alloc(cfg, &l);
+	for (int i = 0; st == WEFT_OK && i < l->size; i++)
+		l->peers[i].tx_way.forced = stores;
 	if (st == WEFT_OK)
 		st = seg_create(l);
 	if (st == WEFT_OK)
@@ -744,14 +775,39 @@ static void ring_warm(const wt_link_t *l, uint8_t *data, uint64_t *warm, int adv
 	*warm = w;
 }
 
-static void tx_copy(uint8_t *dst, const struct iovec *iov, int iovcnt)
+static void tx_copy(uint8_t *dst, const struct iovec *iov, int iovcnt, int nt)
 {
 	for (int i = 0; i < iovcnt; i++) {
 		if (iov[i].iov_len == 0)
 			continue;
-		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		if (nt)
+			wt_util_copy_stream_unfenced(dst, iov[i].iov_base, iov[i].iov_len);
+		else
+			wt_util_copy(dst, iov[i].iov_base, iov[i].iov_len);
 		dst += iov[i].iov_len;
 	}
+	if (nt)
+		wt_util_copy_fence(); /* before the head's release store publishes them */
+}
+
+/* Copy a frame into a peer's ring, large ones the way txway.c picks, timed. */
+static void tx_copy_timed(int peer, struct shm_peer *p, uint8_t *dst, const struct iovec *iov,
+			  int iovcnt, size_t len)
+{
+	int trial, way;
+	uint64_t t0, switches = p->tx_way.switches;
+
+	if (len < WT_SHM_TXWAY_MIN_FRAME) {
+		tx_copy(dst, iov, iovcnt, 0);
+		return;
+	}
+	way = wt_shm_txway_pick(&p->tx_way, &trial);
+	t0 = wt_util_time_ns();
+	tx_copy(dst, iov, iovcnt, way);
+	wt_shm_txway_done(&p->tx_way, way, trial, len, wt_util_time_ns() - t0);
+	if (p->tx_way.switches != switches)
+		WT_DEBUG("shm: frames to rank %d now go by %s stores", peer,
+			 p->tx_way.nt ? "streaming" : "plain");
 }
 
 /* The caller has fenced (seq_cst) after its store: pairs with the fence in shm_arm(), so
@@ -815,7 +871,7 @@ static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, i
 	}
 	__atomic_store_n((uint32_t *)(p->tx_data + off), (uint32_t)len, __ATOMIC_RELAXED);
 	__atomic_store_n((uint32_t *)(p->tx_data + off + 4), 0u, __ATOMIC_RELAXED);
-	tx_copy(p->tx_data + off + WT_SHM_REC_HDR, iov, iovcnt);
+	tx_copy_timed(peer, p, p->tx_data + off + WT_SHM_REC_HDR, iov, iovcnt, len);
 	head += need;
 	p->tx_head = head;
 	atomic_store_explicit(&p->tx_ctl->head, head, memory_order_release);

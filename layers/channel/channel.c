@@ -494,7 +494,7 @@ static void send_copy_upto(wt_chan_op_t *op, size_t end)
 		if (op->copy_stream)
 			wt_util_copy_stream(dst, src, n);
 		else
-			memcpy(dst, src, n);
+			wt_util_copy(dst, src, n);
 		op->copied += n;
 	}
 }
@@ -965,7 +965,7 @@ static void copy_in(wt_chan_op_t *op, size_t off, const void *src, size_t n)
 		if (op->red.stream)
 			wt_util_copy_stream((char *)op->dst + off, src, n);
 		else
-			memcpy((char *)op->dst + off, src, n);
+			wt_util_copy((char *)op->dst + off, src, n);
 		return;
 	}
 	if ((uintptr_t)src % op->elem == 0) {
@@ -1157,7 +1157,7 @@ static void on_arrival(wt_chan_t *ch, int pi, const wt_chan_hdr_t *h, const void
 	u->type = h->type;
 	u->len = h->type == WT_CHAN_FR_EAGER ? n : h->a;
 	if (n > 0)
-		memcpy(u->data, data, n);
+		wt_util_copy(u->data, data, n);
 	u->send_id = h->id;
 	u->has_addr = !!(h->flags & WT_CHAN_RTS_HAS_ADDR);
 	u->addr = h->b;

@@ -129,16 +129,18 @@ static void exec_complete_step(wt_sched_exec_t *ex, uint32_t i)
 			ex->ready[ex->rtail++] = succ[k];
 }
 
-/* A COPY or PEER_WRITE: around the caches when the step says so (WT_SCHED_COPY_STREAM) and
- * the ranges are apart, else memmove. */
+/* A COPY or PEER_WRITE: memmove when the ranges overlap, else around the caches when the
+ * step says so (WT_SCHED_COPY_STREAM), else wt_util_copy. */
 static void copy_hinted(void *dst, const void *src, size_t len, unsigned hint)
 {
 	const uint8_t *d = dst, *sp = src;
 
-	if (hint == WT_SCHED_COPY_STREAM && (d + len <= sp || sp + len <= d))
+	if (d + len > sp && sp + len > d)
+		memmove(dst, src, len);
+	else if (hint == WT_SCHED_COPY_STREAM)
 		wt_util_copy_stream(dst, src, len);
 	else
-		memmove(dst, src, len);
+		wt_util_copy(dst, src, len);
 }
 
 static void exec_run_local(wt_sched_exec_t *ex, const wt_sched_step_t *s)
@@ -561,8 +563,8 @@ static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 			ex->published = 1;
 		}
 		if (s->len)
-			memcpy(slot_data(ex, seq, ex->rank, s->off),
-			       bind(ex, s->src_buf, s->src_off), s->len);
+			wt_util_copy(slot_data(ex, seq, ex->rank, s->off),
+				     bind(ex, s->src_buf, s->src_off), s->len);
 		atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_SIG_OFF), ex->v->slot_sig,
 				      memory_order_relaxed);
 		atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_COUNT_OFF),
@@ -584,7 +586,7 @@ static void slot_read(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	if (!s->len)
 		return;
 	if (s->type == WT_SCHED_SLOT_COPY)
-		memcpy(dst, src, s->len);
+		wt_util_copy(dst, src, s->len);
 	else
 		wt_util_reduce(dst, src, s->len / ex->elem, ex->dtype, ex->wire_op);
 }
@@ -655,7 +657,7 @@ static void exec_peer(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		if (write)
 			copy_hinted(remote + poff, local, s->len, s->wire);
 		else if (s->type == WT_SCHED_PEER_READ)
-			memcpy(local, remote + poff, s->len);
+			wt_util_copy(local, remote + poff, s->len);
 		else
 			wt_util_reduce3(local, left, remote + poff, s->len / ex->elem, ex->dtype,
 					ex->wire_op);

@@ -514,7 +514,7 @@ void wt_util_reduce3_fanout(void *const *dsts, int ndst, const void *a, const vo
 		}
 		wt_util_reduce3((uint8_t *)dsts[0] + off, pa + off, pb + off, n, dt, op);
 		for (int k = 1; k < ndst; k++)
-			memcpy((uint8_t *)dsts[k] + off, (uint8_t *)dsts[0] + off, n * es);
+			wt_util_copy((uint8_t *)dsts[k] + off, (uint8_t *)dsts[0] + off, n * es);
 	}
 	if (stream)
 		wt_util_copy_fence();

@@ -337,6 +337,34 @@ static void test_shm_big_frames(void **state)
 	pair_close(&p);
 }
 
+/* WEFT_SHM_STORES fixes how large frames are written into the rings: each way carries the
+ * big-frame walk byte for byte, and a value that is not a way fails the open. */
+static void test_shm_stores_setting(void **state)
+{
+	static const char *const ways[] = {"stream", "plain", "auto"};
+	static const char *const bad[] = {"nt", "Stream", "plain ", "auto1"};
+	struct pair p;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++) {
+		setenv("WEFT_SHM_STORES", ways[i], 1);
+		pair_open(&p, "tok", "tok", WAIT_S);
+		big_frames = 1;
+		exchange(&p, 300);
+		big_frames = 0;
+		pair_close(&p);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		wt_link_config_t c = make_cfg(0, 2, "bad-stores", "tok", WAIT_S);
+		wt_link_t *l = NULL;
+
+		setenv("WEFT_SHM_STORES", bad[i], 1);
+		assert_int_equal(ops->open(&c, &l), WEFT_ERR_INVALID_ARG);
+		assert_null(l);
+	}
+	unsetenv("WEFT_SHM_STORES");
+}
+
 /* A receiver going to sleep releases what its last poll delivered: a producer out of room
  * must not wait for the receiver's next wake-up (which only the producer's data would
  * bring). */
@@ -1488,8 +1516,11 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_peer_closed),	    cmocka_unit_test(test_malformed_blob),
 	};
 	const struct CMUnitTest shm_only[] = {
-	    cmocka_unit_test(test_shm_get),	     cmocka_unit_test(test_shm_big_frames),
-	    cmocka_unit_test(test_shm_arm_releases), cmocka_unit_test(test_shm_corrupt_ring),
+	    cmocka_unit_test(test_shm_get),
+	    cmocka_unit_test(test_shm_big_frames),
+	    cmocka_unit_test(test_shm_stores_setting),
+	    cmocka_unit_test(test_shm_arm_releases),
+	    cmocka_unit_test(test_shm_corrupt_ring),
 	    cmocka_unit_test(test_shm_child_killed),
 	};
 	const struct CMUnitTest tcp_only[] = {

@@ -462,6 +462,18 @@ static void test_random(void **state)
 
 /* ---- streaming copy ---- */
 
+/* dst (total bytes, 0xee before the copy) holds src's len bytes at at, 0xee elsewhere. */
+static void check_copied(const uint8_t *dst, size_t total, size_t at, const uint8_t *src,
+			 size_t len)
+{
+	for (size_t i = 0; i < at; i++)
+		assert_int_equal(dst[i], 0xee);
+	if (len)
+		assert_memory_equal(dst + at, src, len);
+	for (size_t i = at + len; i < total; i++)
+		assert_int_equal(dst[i], 0xee);
+}
+
 /* Every length around the plain/streamed boundary and the 64-byte lines, at every
  * alignment of source and destination: exactly the source's bytes, nothing around them. */
 static void test_copy_stream(void **state)
@@ -482,12 +494,36 @@ static void test_copy_stream(void **state)
 
 				memset(dst, 0xee, MAX + 2 * PAD);
 				wt_util_copy_stream(dst + PAD + d, src + so, len);
-				for (size_t i = 0; i < PAD + d; i++)
-					assert_int_equal(dst[i], 0xee);
-				if (len)
-					assert_memory_equal(dst + PAD + d, src + so, len);
-				for (size_t i = PAD + d + len; i < MAX + 2 * PAD; i++)
-					assert_int_equal(dst[i], 0xee);
+				check_copied(dst, MAX + 2 * PAD, PAD + d, src + so, len);
+			}
+	free(src);
+	free(dst);
+}
+
+/* wt_util_copy takes its own loop where the destination lies 1-63 bytes past the source
+ * modulo 4 KiB (from 2 KiB), else memcpy: both ways, every length around the switch and
+ * the 64-byte steps, exactly the source's bytes and nothing around them. */
+static void test_copy_alias(void **state)
+{
+	enum { MAX = 65536 + 7, PAD = 4096 + 80 };
+	const size_t lens[] = {0, 1, 63, 2047, 2048, 2049, 2111, 4096, 4096 + 63, MAX};
+	const size_t deltas[] = {0, 1, 8, 15, 16, 62, 63, 64, 65, 4095, 4096 + 8};
+	const size_t bytes = (MAX + 2 * PAD + 4095) / 4096 * 4096; /* C11: a multiple */
+	uint8_t *src = aligned_alloc(4096, bytes), *dst = aligned_alloc(4096, bytes);
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (size_t i = 0; i < MAX + 2 * PAD; i++)
+		src[i] = (uint8_t)(i * 151 + 3);
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
+		for (size_t j = 0; j < sizeof(deltas) / sizeof(deltas[0]); j++)
+			for (size_t so = 0; so < 40; so += 24) {
+				size_t len = lens[k], at = 80 + so + deltas[j];
+
+				memset(dst, 0xee, MAX + 2 * PAD);
+				wt_util_copy(dst + at, src + 80 + so, len);
+				check_copied(dst, MAX + 2 * PAD, at, src + 80 + so, len);
 			}
 	free(src);
 	free(dst);
@@ -503,6 +539,7 @@ int main(void)
 	    cmocka_unit_test(test_log_level),	   cmocka_unit_test(test_log_long_message),
 	    cmocka_unit_test(test_key_from_token), cmocka_unit_test(test_mac),
 	    cmocka_unit_test(test_random),	   cmocka_unit_test(test_copy_stream),
+	    cmocka_unit_test(test_copy_alias),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
