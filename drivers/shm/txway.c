@@ -10,10 +10,16 @@
  *
  * So the producer times its large frames: the way in use, and every so often one frame
  * the other way (a trial). It switches to streaming stores once a trial runs at more than
- * twice the best plain frame of the round, and back to plain once a plain trial reaches
- * half the best streamed one: a streamed frame's consumer reads it from memory, which the
- * producer's clock does not see, so ties go to plain. A frame preempted mid-copy only
- * looks slower, so the best of a round is taken, and a slow trial only delays a switch. */
+ * twice the best of the last WT_SHM_TXWAY_RECENT plain frames, and back to plain once a
+ * plain trial reaches half the best of the recent streamed ones: a streamed frame's
+ * consumer reads it from memory, which the producer's clock does not see, so ties go to
+ * plain. A frame preempted mid-copy only looks slower, so the best of the recent ones is
+ * taken (the last few only: the vCPUs move while a round runs), and a slow trial only
+ * delays a switch. Trials come WT_SHM_TXWAY_TRIAL_MIN frames apart after a switch and
+ * twice as far after each trial that keeps the way, up to _TRIAL_MAX: in steady state a
+ * slow trial frame costs at most a few percent (a plain one while far: 5x a frame in 256). */
+#include <string.h>
+
 #include "drivers/shm/txway.h"
 
 int wt_shm_txway_pick(wt_shm_txway_t *w, int *trial)
@@ -32,27 +38,31 @@ int wt_shm_txway_pick(wt_shm_txway_t *w, int *trial)
 
 void wt_shm_txway_done(wt_shm_txway_t *w, int way, int trial, uint64_t bytes, uint64_t ns)
 {
-	uint64_t rate = bytes * 1000u / (ns ? ns : 1);
+	uint64_t rate = bytes * 1000u / (ns ? ns : 1), cur = 0;
 
 	if (w->forced != WT_SHM_STORES_AUTO)
 		return;
-	way = !!way;
 	if (rate > UINT32_MAX)
 		rate = UINT32_MAX;
-	if (rate > w->rate[way])
-		w->rate[way] = (uint32_t)rate;
-	if (!trial)
+	if (!trial) {
+		w->recent[w->nrecent++ % WT_SHM_TXWAY_RECENT] = (uint32_t)rate;
 		return;
-	uint64_t cur = w->rate[w->nt], other = w->rate[!w->nt];
-	int better = w->nt ? 2 * other > cur : other > 2 * cur;
+	}
+	for (int i = 0; i < WT_SHM_TXWAY_RECENT; i++)
+		cur = w->recent[i] > cur ? w->recent[i] : cur;
+	int better = w->nt ? 2 * rate > cur : rate > 2 * cur;
 
+	(void)way;
 	if (better) {
 		w->nt = !w->nt;
 		w->switches++;
 		w->trial_every = WT_SHM_TXWAY_TRIAL_MIN;
+		/* the trial is the first frame of the way now in use */
+		memset(w->recent, 0, sizeof(w->recent));
+		w->recent[0] = (uint32_t)rate;
+		w->nrecent = 1;
 	} else if (w->trial_every < WT_SHM_TXWAY_TRIAL_MAX) {
 		w->trial_every *= 2;
 	}
 	w->timed = 0;
-	w->rate[0] = w->rate[1] = 0;
 }

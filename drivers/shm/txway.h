@@ -10,8 +10,10 @@
 #define WT_SHM_TXWAY_MIN_FRAME (32u << 10)
 /* Large frames between trials of the other way: from _TRIAL_MIN, doubling after each
  * trial that keeps the way, up to _TRIAL_MAX; a switch starts over. */
-#define WT_SHM_TXWAY_TRIAL_MIN 16u
-#define WT_SHM_TXWAY_TRIAL_MAX 1024u
+#define WT_SHM_TXWAY_TRIAL_MIN 4u
+#define WT_SHM_TXWAY_TRIAL_MAX 256u
+/* A trial is compared with the best of this many frames of the way in use before it. */
+#define WT_SHM_TXWAY_RECENT 4
 
 enum { WT_SHM_STORES_AUTO = 0, WT_SHM_STORES_PLAIN, WT_SHM_STORES_STREAM };
 
@@ -20,8 +22,9 @@ typedef struct {
 	int nt;		      /* the way in use: 1 streaming stores, 0 plain */
 	uint32_t timed;	      /* large frames since the last trial */
 	uint32_t trial_every; /* 0 until the first frame */
-	uint32_t rate[2];     /* best bytes/us of this round, by way (plain, streaming) */
-	uint64_t switches;    /* times the way changed */
+	uint32_t recent[WT_SHM_TXWAY_RECENT]; /* bytes/us of the last frames of the way in use */
+	uint32_t nrecent;		      /* frames written into recent, mod its size */
+	uint64_t switches;		      /* times the way changed */
 } wt_shm_txway_t;
 
 /* The way for the next large frame; *trial says it is a trial of the other way. */

@@ -52,7 +52,7 @@ static void test_starts_plain_and_stays_when_near(void **state)
 	(void)state;
 	memset(&w, 0, sizeof(w));
 	/* Near cores: plain 28 GB/s, streaming 16. Each round keeps plain and doubles the
-	 * wait for the next trial: 16, 32, ... 1024, then 1024 again. */
+	 * wait for the next trial: 4, 8, ... 256, then 256 again. */
 	unsigned expect = WT_SHM_TXWAY_TRIAL_MIN;
 
 	for (int r = 0; r < 9; r++) {
@@ -68,31 +68,55 @@ static void test_starts_plain_and_stays_when_near(void **state)
 
 static void test_far_switches_to_streaming_and_back(void **state)
 {
+	const unsigned m = WT_SHM_TXWAY_TRIAL_MIN;
 	wt_shm_txway_t w;
 	int ok;
 
 	(void)state;
 	memset(&w, 0, sizeof(w));
-	/* Near long enough for the trials to back off to 64 frames apart. */
-	assert_int_equal(run_round(&w, 28, 16, &ok), 16);
-	assert_int_equal(run_round(&w, 28, 16, &ok), 32);
+	/* Near long enough for the trials to back off to 4m frames apart. */
+	assert_int_equal(run_round(&w, 28, 16, &ok), m);
+	assert_int_equal(run_round(&w, 28, 16, &ok), 2 * m);
 	/* The cores move apart: plain 4 GB/s, streaming 20. The next trial switches. */
-	assert_int_equal(run_round(&w, 4, 20, &ok), 64);
+	assert_int_equal(run_round(&w, 4, 20, &ok), 4 * m);
 	assert_true(ok);
 	assert_int_equal(w.nt, 1);
 	assert_int_equal(w.switches, 1);
-	/* Streaming now; plain trials stay slow: kept, trials back off again from 16. */
-	assert_int_equal(run_round(&w, 4, 20, &ok), 16);
+	/* Streaming now; plain trials stay slow: kept, trials back off again from m. */
+	assert_int_equal(run_round(&w, 4, 20, &ok), m);
 	assert_true(ok);
 	assert_int_equal(w.nt, 1);
-	assert_int_equal(run_round(&w, 4, 20, &ok), 32);
+	assert_int_equal(run_round(&w, 4, 20, &ok), 2 * m);
 	assert_int_equal(w.nt, 1);
 	/* Near again: a plain trial at 28 beats half of streaming's 16: back to plain. */
-	assert_int_equal(run_round(&w, 28, 16, &ok), 64);
+	assert_int_equal(run_round(&w, 28, 16, &ok), 4 * m);
 	assert_true(ok);
 	assert_int_equal(w.nt, 0);
 	assert_int_equal(w.switches, 2);
-	assert_int_equal(w.trial_every, WT_SHM_TXWAY_TRIAL_MIN);
+	assert_int_equal(w.trial_every, m);
+}
+
+/* The cores move apart in the middle of a long round: only the frames just before the
+ * trial count, so the trial switches although the round began fast. */
+static void test_move_within_a_round(void **state)
+{
+	wt_shm_txway_t w;
+	int trial, ok;
+
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	while (w.trial_every < WT_SHM_TXWAY_TRIAL_MAX)
+		run_round(&w, 28, 16, &ok);
+	assert_int_equal(w.nt, 0);
+	unsigned n = 0;
+
+	do {
+		/* fast for the first half of the round, then far */
+		frame(&w, n < WT_SHM_TXWAY_TRIAL_MAX / 2 ? 28 : 4, 20, &trial);
+		n++;
+	} while (!trial);
+	assert_int_equal(n, WT_SHM_TXWAY_TRIAL_MAX);
+	assert_int_equal(w.nt, 1);
 }
 
 static void test_margins_favour_plain(void **state)
@@ -121,10 +145,10 @@ static void test_one_slow_frame_does_not_switch(void **state)
 
 	(void)state;
 	memset(&w, 0, sizeof(w));
-	/* A round of plain frames at 28 GB/s, one of them preempted (0.5 GB/s): the round's
-	 * best is still 28, so a streaming trial at 16 does not take over. */
+	/* Plain frames at 28 GB/s, one of the last before the trial preempted (0.5 GB/s):
+	 * the best of them is still 28, so a streaming trial at 16 does not take over. */
 	for (unsigned i = 0; i + 1 < WT_SHM_TXWAY_TRIAL_MIN; i++)
-		assert_int_equal(frame(&w, i == 3 ? 0.5 : 28, 16, &trial), 0);
+		assert_int_equal(frame(&w, i == 1 ? 0.5 : 28, 16, &trial), 0);
 	assert_int_equal(frame(&w, 28, 16, &trial), 1);
 	assert_true(trial);
 	assert_int_equal(w.nt, 0);
@@ -171,9 +195,9 @@ static void test_zero_time_frame(void **state)
 	int way = wt_shm_txway_pick(&w, &trial);
 
 	wt_shm_txway_done(&w, way, trial, FRAME, 0);
-	assert_int_equal(w.rate[0], FRAME * 1000u);
+	assert_int_equal(w.recent[0], FRAME * 1000u);
 	wt_shm_txway_done(&w, way, trial, (uint64_t)1 << 40, 0);
-	assert_int_equal(w.rate[0], UINT32_MAX);
+	assert_int_equal(w.recent[1], UINT32_MAX);
 }
 
 int main(void)
@@ -181,6 +205,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_starts_plain_and_stays_when_near),
 	    cmocka_unit_test(test_far_switches_to_streaming_and_back),
+	    cmocka_unit_test(test_move_within_a_round),
 	    cmocka_unit_test(test_margins_favour_plain),
 	    cmocka_unit_test(test_one_slow_frame_does_not_switch),
 	    cmocka_unit_test(test_forced_ways),
