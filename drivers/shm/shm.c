@@ -20,10 +20,9 @@
 #include <unistd.h>
 #include "drivers/link.h"
 #include "drivers/shm/shm_layout.h"
-#include "drivers/shm/txway.h"
 #include "lib/util/copy.h"
-#include "lib/util/env.h"
 #include "lib/util/log.h"
+#include "lib/util/stores.h"
 #include "lib/util/time.h"
 
 #define SHM_LIVENESS_NS 100000000ull /* how often poll() checks that peers are alive */
@@ -79,7 +78,7 @@ struct shm_peer {
 	uint64_t rx_tail;	   /* consumed (delivered) up to here */
 	uint64_t rx_tail_pub;	   /* published to the producer up to here */
 	uint64_t tx_warm, rx_warm; /* bytes of the ring populated (see ring_warm) */
-	wt_shm_txway_t tx_way;	   /* plain or streaming stores for large frames (txway.c) */
+	wt_util_stores_t tx_way;   /* plain or streaming stores for large frames */
 	const uint8_t *slot;	   /* its slot area, mapped read only */
 	struct shm_umap *umaps;	   /* its weft_mem regions we mapped (SHM_UMAPS), or NULL */
 	uint64_t umap_tick;
@@ -386,27 +385,6 @@ static weft_status_t shm_alloc(const wt_link_config_t *cfg, wt_link_t **out)
 	return WEFT_OK;
 }
 
-/* WEFT_SHM_STORES: how large frames are written into the rings: "auto" (unset) measures
- * (txway.c), "plain" and "stream" fix the way. */
-static weft_status_t stores_setting(int *out)
-{
-	const char *v = wt_util_env_str("WEFT_SHM_STORES");
-
-	*out = WT_SHM_STORES_AUTO;
-	if (v == NULL || strcmp(v, "auto") == 0)
-		return WEFT_OK;
-	if (strcmp(v, "plain") == 0) {
-		*out = WT_SHM_STORES_PLAIN;
-		return WEFT_OK;
-	}
-	if (strcmp(v, "stream") == 0) {
-		*out = WT_SHM_STORES_STREAM;
-		return WEFT_OK;
-	}
-	WT_ERROR("shm: WEFT_SHM_STORES='%.40s' is not one of auto, plain, stream", v);
-	return WEFT_ERR_INVALID_ARG;
-}
-
 static weft_status_t shm_open_link(const wt_link_config_t *cfg, wt_link_t **link)
 {
 	wt_link_t *l = NULL;
@@ -418,7 +396,7 @@ static weft_status_t shm_open_link(const wt_link_config_t *cfg, wt_link_t **link
 	st = wt_link_config_check("shm", cfg, SHM_MAX_RANKS, WT_SHM_JOB_ID_MAX, "/");
 	if (st != WEFT_OK)
 		return st;
-	st = stores_setting(&stores);
+	st = wt_util_stores_setting(&stores);
 	if (st != WEFT_OK)
 		return st;
 	st = shm_alloc(cfg, &l);
@@ -790,21 +768,21 @@ static void tx_copy(uint8_t *dst, const struct iovec *iov, int iovcnt, int nt)
 		wt_util_copy_fence(); /* before the head's release store publishes them */
 }
 
-/* Copy a frame into a peer's ring, large ones the way txway.c picks, timed. */
+/* Copy a frame into a peer's ring, large ones the way lib/util/stores.c picks, timed. */
 static void tx_copy_timed(int peer, struct shm_peer *p, uint8_t *dst, const struct iovec *iov,
 			  int iovcnt, size_t len)
 {
 	int trial, way;
 	uint64_t t0, switches = p->tx_way.switches;
 
-	if (len < WT_SHM_TXWAY_MIN_FRAME) {
+	if (len < WT_UTIL_STORES_MIN_COPY) {
 		tx_copy(dst, iov, iovcnt, 0);
 		return;
 	}
-	way = wt_shm_txway_pick(&p->tx_way, &trial);
+	way = wt_util_stores_pick(&p->tx_way, &trial);
 	t0 = wt_util_time_ns();
 	tx_copy(dst, iov, iovcnt, way);
-	wt_shm_txway_done(&p->tx_way, way, trial, len, wt_util_time_ns() - t0);
+	wt_util_stores_done(&p->tx_way, way, trial, len, wt_util_time_ns() - t0);
 	if (p->tx_way.switches != switches)
 		WT_DEBUG("shm: frames to rank %d now go by %s stores", peer,
 			 p->tx_way.nt ? "streaming" : "plain");

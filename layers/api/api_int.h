@@ -123,6 +123,7 @@ struct wt_api_ctx {
 	 * communicators use, which ones creations in flight have offered, and for regions whose
 	 * last communicator is gone, the world ranks that may still read what we published. */
 	int slot_nregions;
+	int slot_stores_forced; /* WEFT_SHM_STORES for slot publishes (WT_UTIL_STORES_*) */
 	uint64_t slot_used, slot_offered;
 	struct wt_api_slot_quar *slot_quar[WT_API_SLOT_MAX_REGIONS];
 
@@ -151,6 +152,7 @@ struct weft_comm {
 	uint64_t slot_seq[2]; /* the large ring's, the small ring's */
 	size_t slot_bytes;
 	size_t slot_warm; /* bytes of every member's large slots warmed here (see net_slots) */
+	wt_util_stores_t slot_stores; /* how our large publishes are stored (under ctx->lock) */
 	/* request.c: the last WT_API_MEMO plans picked and their args (the memo holds a
 	 * reference to each), so loops of a few shapes (a gradient allreduce and a barrier, a
 	 * timed loop and its reduction of the times) skip the cost model and the cache's

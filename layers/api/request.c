@@ -171,6 +171,7 @@ static weft_status_t net_slots(void *nctx, wt_sched_slots_t *out)
 	comm->slot_seq[out->small ? 1 : 0] += out->nseq > 1 ? out->nseq : 1;
 	out->region = comm->slot_regions;
 	out->region_bytes = WT_API_SLOT_REGION;
+	out->stores = &comm->slot_stores;
 	/* The first call that reaches further into the large slots than any before warms the
 	 * rest of ours (no call of this communicator has written there, and none runs now: we
 	 * hold the lock every slot plan starts and progresses under) and reads the peers'

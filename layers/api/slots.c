@@ -41,6 +41,9 @@ void wt_api_slots_init(wt_api_ctx_t *ctx)
 	ctx->slot_nregions = 0;
 	if (ctx->chan == NULL || wt_chan_slot_area(ctx->chan, ctx->rank, &bytes) == NULL)
 		return;
+	/* The shm link that has the slot area checked the setting when it opened. */
+	if (wt_util_stores_setting(&ctx->slot_stores_forced) != WEFT_OK)
+		ctx->slot_stores_forced = WT_UTIL_STORES_AUTO;
 	if (wt_sched_slot_capacity(WT_API_SLOT_REGION) == 0)
 		return;
 	n = bytes / WT_API_SLOT_SPACING;
@@ -109,6 +112,8 @@ static void attach(weft_comm_t *comm, int region, uint64_t base)
 						  comm->slot_warm);
 	comm->slot_region = region;
 	comm->slot_seq[0] = comm->slot_seq[1] = base;
+	memset(&comm->slot_stores, 0, sizeof(comm->slot_stores));
+	comm->slot_stores.forced = ctx->slot_stores_forced;
 	ctx->slot_used |= region_bit(region);
 	/* A member that already waits for our first release finds it now. */
 	wt_chan_slot_wake(ctx->chan, comm->world, comm->size);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lib/util/status.h"
+#include "lib/util/stores.h"
 #include "layers/schedule/plan.h"
 #include "lib/util/umem.h"
 
@@ -35,6 +36,9 @@ typedef struct {
 	 * execution takes (its plan's slot_parts, at least 1). seq is the first; the network
 	 * numbers the next call after the last. */
 	unsigned nseq;
+	/* How our large publishes are stored (plain or streaming, by timing; see
+	 * lib/util/stores.h), kept by the network across calls; NULL: always plain. */
+	wt_util_stores_t *stores;
 } wt_sched_slots_t;
 
 /* A region (the executor's layout, exec.c) holds two rings of slots. The large one has

@@ -1,4 +1,4 @@
-/* Plain or streaming stores into a peer's ring (drivers/shm/txway.h).
+/* Plain or streaming stores into shared memory (lib/util/stores.h).
  *
  * Plain stores leave a frame in cache for its consumer, but each first fetches its line,
  * which the consumer read last. When the two cores are far apart every line of every frame
@@ -10,25 +10,29 @@
  *
  * So the producer times its large frames: the way in use, and every so often one frame
  * the other way (a trial). It switches to streaming stores once a trial runs at more than
- * twice the best of the last WT_SHM_TXWAY_RECENT plain frames, and back to plain once a
+ * twice the best of the last WT_UTIL_STORES_RECENT plain frames, and back to plain once a
  * plain trial reaches half the best of the recent streamed ones: a streamed frame's
  * consumer reads it from memory, which the producer's clock does not see, so ties go to
  * plain. A frame preempted mid-copy only looks slower, so the best of the recent ones is
  * taken (the last few only: the vCPUs move while a round runs), and a slow trial only
- * delays a switch. Trials come WT_SHM_TXWAY_TRIAL_MIN frames apart after a switch and
+ * delays a switch. Trials come WT_UTIL_STORES_TRIAL_MIN frames apart after a switch and
  * twice as far after each trial that keeps the way, up to _TRIAL_MAX: in steady state a
  * slow trial frame costs at most a few percent (a plain one while far: 5x a frame in 256). */
 #include <string.h>
 
-#include "drivers/shm/txway.h"
+#include "lib/util/copy.h"
+#include "lib/util/env.h"
+#include "lib/util/log.h"
+#include "lib/util/stores.h"
+#include "lib/util/time.h"
 
-int wt_shm_txway_pick(wt_shm_txway_t *w, int *trial)
+int wt_util_stores_pick(wt_util_stores_t *w, int *trial)
 {
 	*trial = 0;
-	if (w->forced != WT_SHM_STORES_AUTO)
-		return w->forced == WT_SHM_STORES_STREAM;
+	if (w->forced != WT_UTIL_STORES_AUTO)
+		return w->forced == WT_UTIL_STORES_STREAM;
 	if (w->trial_every == 0)
-		w->trial_every = WT_SHM_TXWAY_TRIAL_MIN;
+		w->trial_every = WT_UTIL_STORES_TRIAL_MIN;
 	if (++w->timed >= w->trial_every) {
 		*trial = 1;
 		return !w->nt;
@@ -36,19 +40,19 @@ int wt_shm_txway_pick(wt_shm_txway_t *w, int *trial)
 	return w->nt;
 }
 
-void wt_shm_txway_done(wt_shm_txway_t *w, int way, int trial, uint64_t bytes, uint64_t ns)
+void wt_util_stores_done(wt_util_stores_t *w, int way, int trial, uint64_t bytes, uint64_t ns)
 {
 	uint64_t rate = bytes * 1000u / (ns ? ns : 1), cur = 0;
 
-	if (w->forced != WT_SHM_STORES_AUTO)
+	if (w->forced != WT_UTIL_STORES_AUTO)
 		return;
 	if (rate > UINT32_MAX)
 		rate = UINT32_MAX;
 	if (!trial) {
-		w->recent[w->nrecent++ % WT_SHM_TXWAY_RECENT] = (uint32_t)rate;
+		w->recent[w->nrecent++ % WT_UTIL_STORES_RECENT] = (uint32_t)rate;
 		return;
 	}
-	for (int i = 0; i < WT_SHM_TXWAY_RECENT; i++)
+	for (int i = 0; i < WT_UTIL_STORES_RECENT; i++)
 		cur = w->recent[i] > cur ? w->recent[i] : cur;
 	int better = w->nt ? 2 * rate > cur : rate > 2 * cur;
 
@@ -56,13 +60,50 @@ void wt_shm_txway_done(wt_shm_txway_t *w, int way, int trial, uint64_t bytes, ui
 	if (better) {
 		w->nt = !w->nt;
 		w->switches++;
-		w->trial_every = WT_SHM_TXWAY_TRIAL_MIN;
+		w->trial_every = WT_UTIL_STORES_TRIAL_MIN;
 		/* the trial is the first frame of the way now in use */
 		memset(w->recent, 0, sizeof(w->recent));
 		w->recent[0] = (uint32_t)rate;
 		w->nrecent = 1;
-	} else if (w->trial_every < WT_SHM_TXWAY_TRIAL_MAX) {
+	} else if (w->trial_every < WT_UTIL_STORES_TRIAL_MAX) {
 		w->trial_every *= 2;
 	}
 	w->timed = 0;
+}
+
+weft_status_t wt_util_stores_setting(int *forced)
+{
+	const char *v = wt_util_env_str("WEFT_SHM_STORES");
+
+	*forced = WT_UTIL_STORES_AUTO;
+	if (v == NULL || strcmp(v, "auto") == 0)
+		return WEFT_OK;
+	if (strcmp(v, "plain") == 0) {
+		*forced = WT_UTIL_STORES_PLAIN;
+		return WEFT_OK;
+	}
+	if (strcmp(v, "stream") == 0) {
+		*forced = WT_UTIL_STORES_STREAM;
+		return WEFT_OK;
+	}
+	WT_ERROR("WEFT_SHM_STORES='%.40s' is not one of auto, plain, stream", v);
+	return WEFT_ERR_INVALID_ARG;
+}
+
+void wt_util_stores_copy(wt_util_stores_t *w, void *dst, const void *src, size_t len)
+{
+	int trial, way;
+	uint64_t t0;
+
+	if (len < WT_UTIL_STORES_MIN_COPY) {
+		wt_util_copy(dst, src, len);
+		return;
+	}
+	way = wt_util_stores_pick(w, &trial);
+	t0 = wt_util_time_ns();
+	if (way)
+		wt_util_copy_stream(dst, src, len);
+	else
+		wt_util_copy(dst, src, len);
+	wt_util_stores_done(w, way, trial, len, wt_util_time_ns() - t0);
 }

@@ -1,14 +1,15 @@
-/* The shm producer's choice between plain and streaming stores for large ring frames
- * (drivers/shm/txway.c), driven with frame timings as a near and a far pair of cores give
- * them. */
+/* The choice between plain and streaming stores for large copies into shared memory
+ * (lib/util/stores.c), driven with copy timings as a near and a far pair of cores give
+ * them, and the timed copy itself. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
-#include "drivers/shm/txway.h"
+#include "lib/util/stores.h"
 
 #define FRAME (256u << 10)
 
@@ -19,16 +20,16 @@ static uint64_t ns_at(double gbps)
 }
 
 /* One frame: the way picked is written at plain_gbps or nt_gbps. Returns the way. */
-static int frame(wt_shm_txway_t *w, double plain_gbps, double nt_gbps, int *trial)
+static int frame(wt_util_stores_t *w, double plain_gbps, double nt_gbps, int *trial)
 {
-	int way = wt_shm_txway_pick(w, trial);
+	int way = wt_util_stores_pick(w, trial);
 
-	wt_shm_txway_done(w, way, *trial, FRAME, ns_at(way ? nt_gbps : plain_gbps));
+	wt_util_stores_done(w, way, *trial, FRAME, ns_at(way ? nt_gbps : plain_gbps));
 	return way;
 }
 
 /* Frames until the next trial; returns how many frames that took (the trial included). */
-static unsigned run_round(wt_shm_txway_t *w, double plain_gbps, double nt_gbps, int *ways_ok)
+static unsigned run_round(wt_util_stores_t *w, double plain_gbps, double nt_gbps, int *ways_ok)
 {
 	unsigned n = 0;
 	int trial = 0, start = w->nt;
@@ -46,30 +47,30 @@ static unsigned run_round(wt_shm_txway_t *w, double plain_gbps, double nt_gbps, 
 
 static void test_starts_plain_and_stays_when_near(void **state)
 {
-	wt_shm_txway_t w;
+	wt_util_stores_t w;
 	int ok;
 
 	(void)state;
 	memset(&w, 0, sizeof(w));
 	/* Near cores: plain 28 GB/s, streaming 16. Each round keeps plain and doubles the
 	 * wait for the next trial: 4, 8, ... 256, then 256 again. */
-	unsigned expect = WT_SHM_TXWAY_TRIAL_MIN;
+	unsigned expect = WT_UTIL_STORES_TRIAL_MIN;
 
 	for (int r = 0; r < 9; r++) {
 		assert_int_equal(run_round(&w, 28, 16, &ok), expect);
 		assert_true(ok);
 		assert_int_equal(w.nt, 0);
-		if (expect < WT_SHM_TXWAY_TRIAL_MAX)
+		if (expect < WT_UTIL_STORES_TRIAL_MAX)
 			expect *= 2;
 	}
-	assert_int_equal(expect, WT_SHM_TXWAY_TRIAL_MAX);
+	assert_int_equal(expect, WT_UTIL_STORES_TRIAL_MAX);
 	assert_int_equal(w.switches, 0);
 }
 
 static void test_far_switches_to_streaming_and_back(void **state)
 {
-	const unsigned m = WT_SHM_TXWAY_TRIAL_MIN;
-	wt_shm_txway_t w;
+	const unsigned m = WT_UTIL_STORES_TRIAL_MIN;
+	wt_util_stores_t w;
 	int ok;
 
 	(void)state;
@@ -100,28 +101,28 @@ static void test_far_switches_to_streaming_and_back(void **state)
  * trial count, so the trial switches although the round began fast. */
 static void test_move_within_a_round(void **state)
 {
-	wt_shm_txway_t w;
+	wt_util_stores_t w;
 	int trial, ok;
 
 	(void)state;
 	memset(&w, 0, sizeof(w));
-	while (w.trial_every < WT_SHM_TXWAY_TRIAL_MAX)
+	while (w.trial_every < WT_UTIL_STORES_TRIAL_MAX)
 		run_round(&w, 28, 16, &ok);
 	assert_int_equal(w.nt, 0);
 	unsigned n = 0;
 
 	do {
 		/* fast for the first half of the round, then far */
-		frame(&w, n < WT_SHM_TXWAY_TRIAL_MAX / 2 ? 28 : 4, 20, &trial);
+		frame(&w, n < WT_UTIL_STORES_TRIAL_MAX / 2 ? 28 : 4, 20, &trial);
 		n++;
 	} while (!trial);
-	assert_int_equal(n, WT_SHM_TXWAY_TRIAL_MAX);
+	assert_int_equal(n, WT_UTIL_STORES_TRIAL_MAX);
 	assert_int_equal(w.nt, 1);
 }
 
 static void test_margins_favour_plain(void **state)
 {
-	wt_shm_txway_t w;
+	wt_util_stores_t w;
 	int ok;
 
 	(void)state;
@@ -140,14 +141,14 @@ static void test_margins_favour_plain(void **state)
 
 static void test_one_slow_frame_does_not_switch(void **state)
 {
-	wt_shm_txway_t w;
+	wt_util_stores_t w;
 	int trial;
 
 	(void)state;
 	memset(&w, 0, sizeof(w));
 	/* Plain frames at 28 GB/s, one of the last before the trial preempted (0.5 GB/s):
 	 * the best of them is still 28, so a streaming trial at 16 does not take over. */
-	for (unsigned i = 0; i + 1 < WT_SHM_TXWAY_TRIAL_MIN; i++)
+	for (unsigned i = 0; i + 1 < WT_UTIL_STORES_TRIAL_MIN; i++)
 		assert_int_equal(frame(&w, i == 1 ? 0.5 : 28, 16, &trial), 0);
 	assert_int_equal(frame(&w, 28, 16, &trial), 1);
 	assert_true(trial);
@@ -155,7 +156,7 @@ static void test_one_slow_frame_does_not_switch(void **state)
 	/* A slow trial (preempted) only keeps the way. */
 	memset(&w, 0, sizeof(w));
 	w.nt = 1;
-	for (unsigned i = 0; i + 1 < WT_SHM_TXWAY_TRIAL_MIN; i++)
+	for (unsigned i = 0; i + 1 < WT_UTIL_STORES_TRIAL_MIN; i++)
 		frame(&w, 28, 16, &trial);
 	frame(&w, 0.5, 16, &trial);
 	assert_true(trial);
@@ -164,19 +165,19 @@ static void test_one_slow_frame_does_not_switch(void **state)
 
 static void test_forced_ways(void **state)
 {
-	wt_shm_txway_t w;
+	wt_util_stores_t w;
 	int trial;
 
 	(void)state;
-	for (int f = WT_SHM_STORES_PLAIN; f <= WT_SHM_STORES_STREAM; f++) {
+	for (int f = WT_UTIL_STORES_PLAIN; f <= WT_UTIL_STORES_STREAM; f++) {
 		memset(&w, 0, sizeof(w));
 		w.forced = f;
 		for (int i = 0; i < 3000; i++) {
 			/* The other way is always 10x faster: a forced way never tries it. */
-			int way = frame(&w, f == WT_SHM_STORES_PLAIN ? 1 : 10,
-					f == WT_SHM_STORES_PLAIN ? 10 : 1, &trial);
+			int way = frame(&w, f == WT_UTIL_STORES_PLAIN ? 1 : 10,
+					f == WT_UTIL_STORES_PLAIN ? 10 : 1, &trial);
 
-			assert_int_equal(way, f == WT_SHM_STORES_STREAM);
+			assert_int_equal(way, f == WT_UTIL_STORES_STREAM);
 			assert_false(trial);
 		}
 		assert_int_equal(w.switches, 0);
@@ -185,19 +186,101 @@ static void test_forced_ways(void **state)
 
 static void test_zero_time_frame(void **state)
 {
-	wt_shm_txway_t w;
+	wt_util_stores_t w;
 	int trial;
 
 	(void)state;
 	/* A coarse clock may read the same value around a frame: the rate saturates, no
 	 * division by zero. */
 	memset(&w, 0, sizeof(w));
-	int way = wt_shm_txway_pick(&w, &trial);
+	int way = wt_util_stores_pick(&w, &trial);
 
-	wt_shm_txway_done(&w, way, trial, FRAME, 0);
+	wt_util_stores_done(&w, way, trial, FRAME, 0);
 	assert_int_equal(w.recent[0], FRAME * 1000u);
-	wt_shm_txway_done(&w, way, trial, (uint64_t)1 << 40, 0);
+	wt_util_stores_done(&w, way, trial, (uint64_t)1 << 40, 0);
 	assert_int_equal(w.recent[1], UINT32_MAX);
+}
+
+/* The timed copy, each way and automatic, around the timed size: exactly the source's
+ * bytes, nothing around them, and only copies from WT_UTIL_STORES_MIN_COPY are timed. */
+static void test_copy_each_way(void **state)
+{
+	enum { PAD = 64 };
+	const size_t lens[] = {0,
+			       1,
+			       4095,
+			       WT_UTIL_STORES_MIN_COPY - 1,
+			       WT_UTIL_STORES_MIN_COPY,
+			       WT_UTIL_STORES_MIN_COPY + 13,
+			       200000};
+	const size_t max = 200000 + 2 * PAD + 64;
+	uint8_t *src = malloc(max), *dst = malloc(max);
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (size_t i = 0; i < max; i++)
+		src[i] = (uint8_t)(i * 37 + 11);
+	for (int f = WT_UTIL_STORES_AUTO; f <= WT_UTIL_STORES_STREAM; f++) {
+		wt_util_stores_t w;
+		uint32_t timed = 0;
+
+		memset(&w, 0, sizeof(w));
+		w.forced = f;
+		for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
+			for (size_t off = 0; off < 64; off += 24) {
+				size_t len = lens[k];
+
+				memset(dst, 0xee, max);
+				wt_util_stores_copy(&w, dst + PAD + off, src + off, len);
+				for (size_t i = 0; i < PAD + off; i++)
+					assert_int_equal(dst[i], 0xee);
+				if (len)
+					assert_memory_equal(dst + PAD + off, src + off, len);
+				for (size_t i = PAD + off + len; i < max; i++)
+					assert_int_equal(dst[i], 0xee);
+				timed += len >= WT_UTIL_STORES_MIN_COPY;
+			}
+		/* Automatic: the 9 large copies were counted: without a switch, copy 4 was the
+		 * trial (the next due at 12), so 8 of the way in use and 5 since the trial. Forced
+		 * ways time nothing. */
+		assert_int_equal(timed, 9);
+		if (f == WT_UTIL_STORES_AUTO && w.switches == 0) {
+			assert_int_equal(w.nrecent, 8);
+			assert_int_equal(w.timed, 5);
+		} else if (f == WT_UTIL_STORES_AUTO) {
+			assert_true(w.timed < w.trial_every);
+		} else {
+			assert_int_equal(w.timed + w.nrecent + w.switches, 0);
+		}
+	}
+	free(src);
+	free(dst);
+}
+
+static void test_setting(void **state)
+{
+	static const char *const bad[] = {"nt", "Stream", "plain ", "auto1", "1"};
+	int f = -1;
+
+	(void)state;
+	unsetenv("WEFT_SHM_STORES");
+	assert_int_equal(wt_util_stores_setting(&f), WEFT_OK);
+	assert_int_equal(f, WT_UTIL_STORES_AUTO);
+	setenv("WEFT_SHM_STORES", "auto", 1);
+	assert_int_equal(wt_util_stores_setting(&f), WEFT_OK);
+	assert_int_equal(f, WT_UTIL_STORES_AUTO);
+	setenv("WEFT_SHM_STORES", "plain", 1);
+	assert_int_equal(wt_util_stores_setting(&f), WEFT_OK);
+	assert_int_equal(f, WT_UTIL_STORES_PLAIN);
+	setenv("WEFT_SHM_STORES", "stream", 1);
+	assert_int_equal(wt_util_stores_setting(&f), WEFT_OK);
+	assert_int_equal(f, WT_UTIL_STORES_STREAM);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("WEFT_SHM_STORES", bad[i], 1);
+		assert_int_equal(wt_util_stores_setting(&f), WEFT_ERR_INVALID_ARG);
+	}
+	unsetenv("WEFT_SHM_STORES");
 }
 
 int main(void)
@@ -210,6 +293,8 @@ int main(void)
 	    cmocka_unit_test(test_one_slow_frame_does_not_switch),
 	    cmocka_unit_test(test_forced_ways),
 	    cmocka_unit_test(test_zero_time_frame),
+	    cmocka_unit_test(test_copy_each_way),
+	    cmocka_unit_test(test_setting),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,46 @@
+/* Plain or streaming stores for large copies into shared memory that another core reads
+ * next (the shm rings' frames, the slots' publishes), chosen by timing the copies
+ * (lib/util). The choice itself is bookkeeping, no memory access, tested on its own. */
+#ifndef WT_UTIL_STORES_H
+#define WT_UTIL_STORES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/util/status.h"
+
+/* Copies from this size are timed; smaller ones always use plain stores. */
+#define WT_UTIL_STORES_MIN_COPY (32u << 10)
+/* Large copies between trials of the other way: from _TRIAL_MIN, doubling after each
+ * trial that keeps the way, up to _TRIAL_MAX; a switch starts over. */
+#define WT_UTIL_STORES_TRIAL_MIN 4u
+#define WT_UTIL_STORES_TRIAL_MAX 256u
+/* A trial is compared with the best of this many frames of the way in use before it. */
+#define WT_UTIL_STORES_RECENT 4
+
+enum { WT_UTIL_STORES_AUTO = 0, WT_UTIL_STORES_PLAIN, WT_UTIL_STORES_STREAM };
+
+typedef struct {
+	int forced;	      /* WT_UTIL_STORES_*: AUTO measures, the others fix the way */
+	int nt;		      /* the way in use: 1 streaming stores, 0 plain */
+	uint32_t timed;	      /* large frames since the last trial */
+	uint32_t trial_every; /* 0 until the first frame */
+	uint32_t recent[WT_UTIL_STORES_RECENT]; /* bytes/us of the last frames of the way in use */
+	uint32_t nrecent;			/* frames written into recent, mod its size */
+	uint64_t switches;			/* times the way changed */
+} wt_util_stores_t;
+
+/* The way for the next large copy; *trial says it is a trial of the other way. */
+int wt_util_stores_pick(wt_util_stores_t *w, int *trial);
+/* The copy picked so took ns to write bytes. */
+void wt_util_stores_done(wt_util_stores_t *w, int way, int trial, uint64_t bytes, uint64_t ns);
+
+/* WEFT_SHM_STORES: "auto" (unset) measures, "plain" and "stream" fix the way; anything else
+ * is WEFT_ERR_INVALID_ARG, logged naming the variable. */
+weft_status_t wt_util_stores_setting(int *forced);
+
+/* Copy len bytes (no overlap) the way w picks, timed, stores ordered before return (so a
+ * release store after it publishes them). Below WT_UTIL_STORES_MIN_COPY: wt_util_copy. */
+void wt_util_stores_copy(wt_util_stores_t *w, void *dst, const void *src, size_t len);
+
+#endif
