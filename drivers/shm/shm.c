@@ -396,9 +396,13 @@ static weft_status_t shm_open_link(const wt_link_config_t *cfg, wt_link_t **link
 	st = wt_link_config_check("shm", cfg, SHM_MAX_RANKS, WT_SHM_JOB_ID_MAX, "/");
 	if (st != WEFT_OK)
 		return st;
-	st = wt_util_stores_setting(&stores);
-	if (st != WEFT_OK)
+	char err[160];
+
+	st = wt_util_stores_setting(&stores, err, sizeof(err));
+	if (st != WEFT_OK) {
+		WT_ERROR("shm: %s", err);
 		return st;
+	}
 	st = shm_alloc(cfg, &l);
 	for (int i = 0; st == WEFT_OK && i < l->size; i++)
 		l->peers[i].tx_way.forced = stores;

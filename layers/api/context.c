@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include "lib/util/env.h"
 #include "lib/util/log.h"
+#include "lib/util/stores.h"
 #include "lib/util/time.h"
 #include "layers/api/api_int.h"
 #include "layers/channel/rel.h"
@@ -332,6 +333,13 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 		}
 		c->compress = cm;
 	}
+	/* Read by the shm links and the slots; checked here so every rank refuses a bad value
+	 * before the rendezvous, as every other setting. */
+	int stores;
+
+	st = wt_util_stores_setting(&stores, err, errlen);
+	if (st != WEFT_OK)
+		return st;
 	st = wt_util_env_int("WEFT_SPIN_US", 1000, 0, 1000000, &v, err, errlen);
 	if (st != WEFT_OK)
 		return st;

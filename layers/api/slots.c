@@ -41,8 +41,10 @@ void wt_api_slots_init(wt_api_ctx_t *ctx)
 	ctx->slot_nregions = 0;
 	if (ctx->chan == NULL || wt_chan_slot_area(ctx->chan, ctx->rank, &bytes) == NULL)
 		return;
-	/* The shm link that has the slot area checked the setting when it opened. */
-	if (wt_util_stores_setting(&ctx->slot_stores_forced) != WEFT_OK)
+	/* weft_init checked the setting before anything opened. */
+	char err[160];
+
+	if (wt_util_stores_setting(&ctx->slot_stores_forced, err, sizeof(err)) != WEFT_OK)
 		ctx->slot_stores_forced = WT_UTIL_STORES_AUTO;
 	if (wt_sched_slot_capacity(WT_API_SLOT_REGION) == 0)
 		return;

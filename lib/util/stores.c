@@ -18,11 +18,11 @@
  * delays a switch. Trials come WT_UTIL_STORES_TRIAL_MIN frames apart after a switch and
  * twice as far after each trial that keeps the way, up to _TRIAL_MAX: in steady state a
  * slow trial frame costs at most a few percent (a plain one while far: 5x a frame in 256). */
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/util/copy.h"
 #include "lib/util/env.h"
-#include "lib/util/log.h"
 #include "lib/util/stores.h"
 #include "lib/util/time.h"
 
@@ -71,7 +71,7 @@ void wt_util_stores_done(wt_util_stores_t *w, int way, int trial, uint64_t bytes
 	w->timed = 0;
 }
 
-weft_status_t wt_util_stores_setting(int *forced)
+weft_status_t wt_util_stores_setting(int *forced, char *err, size_t errlen)
 {
 	const char *v = wt_util_env_str("WEFT_SHM_STORES");
 
@@ -86,7 +86,7 @@ weft_status_t wt_util_stores_setting(int *forced)
 		*forced = WT_UTIL_STORES_STREAM;
 		return WEFT_OK;
 	}
-	WT_ERROR("WEFT_SHM_STORES='%.40s' is not one of auto, plain, stream", v);
+	snprintf(err, errlen, "WEFT_SHM_STORES='%.40s' is not one of auto, plain, stream", v);
 	return WEFT_ERR_INVALID_ARG;
 }
 

@@ -36,8 +36,8 @@ int wt_util_stores_pick(wt_util_stores_t *w, int *trial);
 void wt_util_stores_done(wt_util_stores_t *w, int way, int trial, uint64_t bytes, uint64_t ns);
 
 /* WEFT_SHM_STORES: "auto" (unset) measures, "plain" and "stream" fix the way; anything else
- * is WEFT_ERR_INVALID_ARG, logged naming the variable. */
-weft_status_t wt_util_stores_setting(int *forced);
+ * is WEFT_ERR_INVALID_ARG with a message naming the variable in err. */
+weft_status_t wt_util_stores_setting(int *forced, char *err, size_t errlen);
 
 /* Copy len bytes (no overlap) the way w picks, timed, stores ordered before return (so a
  * release store after it publishes them). Below WT_UTIL_STORES_MIN_COPY: wt_util_copy. */

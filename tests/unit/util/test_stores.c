@@ -261,24 +261,28 @@ static void test_copy_each_way(void **state)
 static void test_setting(void **state)
 {
 	static const char *const bad[] = {"nt", "Stream", "plain ", "auto1", "1"};
+	char err[160];
 	int f = -1;
 
 	(void)state;
 	unsetenv("WEFT_SHM_STORES");
-	assert_int_equal(wt_util_stores_setting(&f), WEFT_OK);
+	assert_int_equal(wt_util_stores_setting(&f, err, sizeof(err)), WEFT_OK);
 	assert_int_equal(f, WT_UTIL_STORES_AUTO);
 	setenv("WEFT_SHM_STORES", "auto", 1);
-	assert_int_equal(wt_util_stores_setting(&f), WEFT_OK);
+	assert_int_equal(wt_util_stores_setting(&f, err, sizeof(err)), WEFT_OK);
 	assert_int_equal(f, WT_UTIL_STORES_AUTO);
 	setenv("WEFT_SHM_STORES", "plain", 1);
-	assert_int_equal(wt_util_stores_setting(&f), WEFT_OK);
+	assert_int_equal(wt_util_stores_setting(&f, err, sizeof(err)), WEFT_OK);
 	assert_int_equal(f, WT_UTIL_STORES_PLAIN);
 	setenv("WEFT_SHM_STORES", "stream", 1);
-	assert_int_equal(wt_util_stores_setting(&f), WEFT_OK);
+	assert_int_equal(wt_util_stores_setting(&f, err, sizeof(err)), WEFT_OK);
 	assert_int_equal(f, WT_UTIL_STORES_STREAM);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		setenv("WEFT_SHM_STORES", bad[i], 1);
-		assert_int_equal(wt_util_stores_setting(&f), WEFT_ERR_INVALID_ARG);
+		assert_int_equal(wt_util_stores_setting(&f, err, sizeof(err)),
+				 WEFT_ERR_INVALID_ARG);
+		assert_non_null(strstr(err, "WEFT_SHM_STORES"));
+		assert_non_null(strstr(err, bad[i]));
 	}
 	unsetenv("WEFT_SHM_STORES");
 }
