@@ -1,10 +1,13 @@
 /* bench/ (outside the library): the machine's limits that bound every collective here:
- * memcpy and float32 add bandwidth on 64 MiB with 1 and 2 threads, and TCP over 127.0.0.1. */
+ * memcpy and float32 add bandwidth on 64 MiB with 1 and 2 threads, TCP over 127.0.0.1, and
+ * how long a cache line takes from CPU 0 to CPU 1 (`limits --pingpong` measures only that). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,10 +184,84 @@ static void report(const char *name, enum kernel k, int nthreads, float *a, floa
 	*first = 0;
 }
 
+/* ---- cache line between two CPUs ---- */
+
+#define PP_ROUNDS 100000
+#define PP_MAX_S 0.1 /* at most this long */
+
+static _Alignas(64) atomic_long pp_word;
+
+static int pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void *pp_pong(void *arg)
+{
+	(void)arg;
+	if (pin(1) != 0)
+		return (void *)1;
+	for (long i = 0;; i++) {
+		long v;
+
+		while ((v = atomic_load_explicit(&pp_word, memory_order_acquire)) != 2 * i + 1 &&
+		       v >= 0)
+			;
+		if (v < 0)
+			break; /* the other side is done */
+		atomic_store_explicit(&pp_word, 2 * i + 2, memory_order_release);
+	}
+	return NULL;
+}
+
+/* One-way time of a cache line between CPU 0 and CPU 1 in ns (two threads pinned there
+ * hand a counter back and forth), or -1 where the process may not run on both. On a VM it
+ * tells whether the hypervisor runs the two vCPUs near each other (tens of ns) or on
+ * different core complexes or sockets (a hundred or more). */
+static double pingpong_ns(void)
+{
+	cpu_set_t mine;
+	pthread_t t;
+	void *ret = NULL;
+	double t0, t1;
+
+	if (sched_getaffinity(0, sizeof(mine), &mine) != 0 || !CPU_ISSET(0, &mine) ||
+	    !CPU_ISSET(1, &mine))
+		return -1;
+	atomic_store(&pp_word, 0);
+	if (pin(0) != 0 || pthread_create(&t, NULL, pp_pong, NULL) != 0)
+		return -1;
+	long i = 0;
+
+	t0 = now_s();
+	while (i < PP_ROUNDS) {
+		atomic_store_explicit(&pp_word, 2 * i + 1, memory_order_release);
+		while (atomic_load_explicit(&pp_word, memory_order_acquire) != 2 * i + 2)
+			;
+		i++;
+		/* On a loaded machine each hand-over may wait for a time slice: stop early. */
+		if ((i & 1023) == 0 && now_s() - t0 > PP_MAX_S)
+			break;
+	}
+	t1 = now_s();
+	atomic_store_explicit(&pp_word, -1, memory_order_release);
+	pthread_join(t, &ret);
+	(void)sched_setaffinity(0, sizeof(mine), &mine);
+	return ret == NULL && i > 0 ? (t1 - t0) / (double)i / 2 * 1e9 : -1;
+}
+
 /* Prints one JSON object: per kernel the ms per 64 MiB pass, the 64 MiB buffer's GB/s (as an
  * algbw) and the memory traffic's GB/s (memcpy and a += b: 2 streams, c = a + b: 3). */
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "--pingpong") == 0) {
+		printf("{\"pingpong_ns\": %.1f}\n", pingpong_ns());
+		return 0;
+	}
 	double secs = argc > 1 ? atof(argv[1]) : 3.0;
 	float *a = aligned_alloc(64, BUF_BYTES), *b = aligned_alloc(64, BUF_BYTES);
 	float *c = aligned_alloc(64, BUF_BYTES);
@@ -205,7 +282,8 @@ int main(int argc, char **argv)
 		report("add_c_eq_a_plus_b", K_ADD3, t, a, b, c, 3, &first);
 		report("add_a_plus_eq_b", K_ADD2, t, a, b, c, 2, &first);
 	}
-	printf(",  \"tcp_loopback_gbps\": %.2f\n}\n", tcp_loopback(secs > 0 ? secs : 3.0));
+	printf(",  \"tcp_loopback_gbps\": %.2f\n", tcp_loopback(secs > 0 ? secs : 3.0));
+	printf(",  \"pingpong_ns\": %.1f\n}\n", pingpong_ns());
 	free(a);
 	free(b);
 	free(c);
