@@ -1071,6 +1071,10 @@ static weft_status_t ctx_connect(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char
 		ctx->cfg.cost_shm.alpha *= WT_API_OVERSUB_ALPHA;
 		ctx->cfg.cost_shm.slot_read = WT_API_OVERSUB_SLOT_READ;
 	}
+	/* Where ranks share cores a large plain receive reads the sender's buffer itself
+	 * instead of waiting for the sender to be scheduled (see channel.c rndv_use_get). */
+	if (ctx->oversubscribed)
+		wt_chan_set_get_min(ctx->chan, WT_API_OVERSUB_GET_MIN);
 	st = start_progress(ctx, err, errlen);
 	if (st == WEFT_OK)
 		st = init_barrier(ctx, err, errlen);

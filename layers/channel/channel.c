@@ -191,6 +191,7 @@ struct wt_chan {
 	uint64_t last_tick; /* when heartbeat bookkeeping last ran */
 	int greet;	    /* a peer was routed: greet it at the next progress call */
 	int rndv_get;	    /* WEFT_RNDV_GET: RNDV_AUTO, or 0 / 1 forced */
+	size_t get_min;	    /* RNDV_AUTO: plain receives from this size by get (0: none) */
 	uint64_t hb_sent, hb_recv;
 };
 
@@ -1048,12 +1049,25 @@ static weft_status_t rndv_get(wt_chan_t *ch, wt_chan_op_t *op, int *committed)
  * win for messages of a few hundred KiB; since the rings are populated at their first large
  * frame it no longer does (4 ranks on 2 cores, alternating runs: allreduce 1 MiB 260-460 us
  * streamed against 500-650 by get, 4 MiB 1.3-1.7 ms against 2.3-3.5, broadcast 2 MiB
- * 160-204 us against 469-790; 8 ranks: allreduce 4 MiB 3.8-4.0 ms against 5.7-6.2). So
- * automatic rendezvous always streams; WEFT_RNDV_GET=1 forces gets. */
+ * 160-204 us against 469-790; 8 ranks: allreduce 4 MiB 3.8-4.0 ms against 5.7-6.2). Those
+ * are reductions (a get lands in a bounce block first) and 256 KiB pipeline segments. A
+ * plain receive of a large message is another matter where ranks share cores: streaming
+ * needs sender and receiver running at once for the whole message, a get only the
+ * receiver. 4 ranks on 2 cores, alltoall (messages of a quarter), alternating: 2 MiB
+ * 649-985 us streamed against 396-453 by get (Open MPI 684-870), 4 MiB 1.61-2.43 ms against
+ * 1.46-1.98, 8 MiB 4.5-6.3 against 4.0-5.2; 1 MiB 165-591 us against 179-384. Past 16 MiB
+ * a receive is stored around the caches (op->red.stream), which the kernel's copy does not
+ * do, and streaming wins again (16 MiB: 5.3-7.0 against 7.6-8.7 ms). So the automatic
+ * rendezvous gets plain receives of get_min bytes or more (wt_chan_set_get_min; the API
+ * sets it where local ranks outnumber cores) that are not stored around the caches, and
+ * streams the rest; WEFT_RNDV_GET=1 or 0 forces either. */
 static int rndv_use_get(const wt_chan_t *ch, const wt_chan_op_t *op, const wt_link_ops_t *ops)
 {
 	if (!op->has_addr || !(ops->caps & WT_LINK_CAP_GET) || ops->get == NULL)
 		return 0;
+	if (ch->rndv_get == RNDV_AUTO)
+		return ch->get_min > 0 && op->msg_len >= ch->get_min && !op->red.enabled &&
+		       !op->red.stream;
 	return ch->rndv_get == RNDV_GET;
 }
 
@@ -1605,6 +1619,12 @@ int wt_chan_progress(wt_chan_t *ch)
 	n += run_notifies(ch);
 	ch->in_progress = 0;
 	return n;
+}
+
+void wt_chan_set_get_min(wt_chan_t *ch, size_t bytes)
+{
+	if (ch != NULL)
+		ch->get_min = bytes;
 }
 
 void wt_chan_set_peer_fail_cb(wt_chan_t *ch, wt_chan_peer_fail_fn_t fn, void *arg)

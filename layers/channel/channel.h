@@ -50,6 +50,10 @@ typedef struct {
  * error, heartbeat silence, or wt_chan_fail_peer), after its pending ops were failed. */
 typedef void (*wt_chan_peer_fail_fn_t)(void *arg, int peer, weft_status_t st, const char *why);
 void wt_chan_set_peer_fail_cb(wt_chan_t *ch, wt_chan_peer_fail_fn_t fn, void *arg);
+/* With WEFT_RNDV_GET=auto, plain receives (no reduction, not stored around the caches) of
+ * at least bytes read the sender's buffer by get where the link can; 0 (the default):
+ * automatic rendezvous always streams. Call before traffic starts. */
+void wt_chan_set_get_min(wt_chan_t *ch, size_t bytes);
 /* Heartbeat frames sent and received so far (tests and diagnostics). */
 void wt_chan_heartbeat_counts(const wt_chan_t *ch, uint64_t *sent, uint64_t *received);
 

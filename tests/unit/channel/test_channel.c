@@ -1030,6 +1030,89 @@ static void test_send_copy(void **state)
 		unsetenv("WEFT_RNDV_GET");
 }
 
+/* One message of len bytes from rank 0 to rank 1 (red: receive with it), checked; returns
+ * the bytes rank 0's link sent to rank 1 meanwhile. */
+static uint64_t one_message_wire(ct_fab_t *f, size_t len, const wt_chan_reduce_t *red,
+				 unsigned seed)
+{
+	uint8_t *src = malloc(len), *dst = malloc(len);
+	struct iovec iov;
+	wt_link_stats_t before, after;
+	done_t ds = {0}, dr = {0};
+	int sums = red != NULL && red->enabled;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (size_t i = 0; i < len / 4; i++) {
+		float v = (float)(i % 1000);
+
+		memcpy(src + 4 * i, &v, 4);
+		v = sums ? (float)(i % 7) : -1.0f;
+		memcpy(dst + 4 * i, &v, 4);
+	}
+	memset(&before, 0, sizeof(before));
+	memset(&after, 0, sizeof(after));
+	wt_link_ops(f->link[0])->stats(f->link[0], 1, &before);
+	iov.iov_base = src;
+	iov.iov_len = len;
+	post_recv1(f, 1, 70 + seed, dst, len, red, &dr, NULL);
+	assert_int_equal(wt_chan_post_send(f->ch[0], 1, 70 + seed, &iov, 1, on_done, &ds, NULL),
+			 WEFT_OK);
+	ct_pump_until(f, &dr.fired, 1);
+	ct_pump_until(f, &ds.fired, 1);
+	assert_int_equal(dr.st, WEFT_OK);
+	assert_int_equal(ds.st, WEFT_OK);
+	for (size_t i = 0; i < len / 4; i++) {
+		float got, want = (float)(i % 1000) + (sums ? (float)(i % 7) : 0.0f);
+
+		memcpy(&got, dst + 4 * i, 4);
+		if (got != want)
+			fail_msg("seed %u element %zu: %g, want %g", seed, i, got, want);
+	}
+	wt_link_ops(f->link[0])->stats(f->link[0], 1, &after);
+	free(src);
+	free(dst);
+	return after.bytes_sent - before.bytes_sent;
+}
+
+/* wt_chan_set_get_min with WEFT_RNDV_GET=auto: a plain receive of at least that many bytes
+ * reads the sender's buffer by get where the link can (only control frames cross the
+ * link); smaller ones, receives with a reduction, receives stored around the caches and
+ * every receive without get_min stream their bytes through the link. */
+static void test_get_min(void **state)
+{
+	const size_t big = MIB, small = 256 * 1024;
+	const wt_chan_reduce_t sum = {.enabled = 1, .dtype = WEFT_FLOAT32, .op = WEFT_SUM};
+	const wt_chan_reduce_t nt = {.stream = 1};
+	const char *was = getenv("WEFT_RNDV_GET");
+	char keep[16] = "";
+	ct_fab_t f;
+
+	if (was != NULL)
+		snprintf(keep, sizeof(keep), "%s", was);
+	setenv("WEFT_RNDV_GET", "auto", 1);
+	fab_open(&f, *state, EAGER);
+	int get = (wt_link_ops(f.link[1])->caps & WT_LINK_CAP_GET) != 0;
+
+	/* without get_min: everything streams */
+	assert_true(one_message_wire(&f, big, NULL, 1) >= big);
+	wt_chan_set_get_min(f.ch[1], 512 * 1024);
+	if (get)
+		assert_true(one_message_wire(&f, big, NULL, 2) < 4096);
+	else
+		assert_true(one_message_wire(&f, big, NULL, 2) >= big);
+	assert_true(one_message_wire(&f, small, NULL, 3) >= small);
+	assert_true(one_message_wire(&f, big, &sum, 4) >= big);
+	assert_true(one_message_wire(&f, big, &nt, 5) >= big);
+	wt_chan_set_get_min(f.ch[1], 0);
+	assert_true(one_message_wire(&f, big, NULL, 6) >= big);
+	ct_close(&f);
+	if (was != NULL)
+		setenv("WEFT_RNDV_GET", keep, 1);
+	else
+		unsetenv("WEFT_RNDV_GET");
+}
+
 /* WEFT_RNDV_GET is validated when a channel is created: auto, a boolean, nothing else. */
 static void test_rndv_env(void **state)
 {
@@ -1161,6 +1244,7 @@ static void test_link_poll_fails(void **state)
 	    cmocka_unit_test_prestate(test_backpressure, drv),                                     \
 	    cmocka_unit_test_prestate(test_callback_reentry, drv),                                 \
 	    cmocka_unit_test_prestate(test_rndv_env, drv),                                         \
+	    cmocka_unit_test_prestate(test_get_min, drv),                                          \
 	    cmocka_unit_test_prestate(test_send_copy, drv),                                        \
 	    cmocka_unit_test_prestate(test_link_poll_fails, drv)
 
