@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -143,6 +144,9 @@ static double tcp_loopback(double secs)
 	if (ls < 0 || buf == NULL || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
 	    listen(ls, 1) != 0 || getsockname(ls, (struct sockaddr *)&sa, &len) != 0) {
 		perror("limits: tcp listen on 127.0.0.1");
+		if (ls >= 0)
+			close(ls);
+		free(buf);
 		return -1;
 	}
 	memset(buf, 0x5a, TCP_CHUNK);
@@ -158,6 +162,13 @@ static double tcp_loopback(double secs)
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (pid < 0 || fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		perror("limits: tcp connect to 127.0.0.1");
+		if (fd >= 0)
+			close(fd);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		free(buf);
 		return -1;
 	}
 	t0 = now_s();
