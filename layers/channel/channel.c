@@ -152,6 +152,7 @@ struct peer {
 	uint64_t last_rx;   /* coarse ns of its last frame (or grace end - timeout) */
 	uint64_t last_tx;   /* coarse ns the link last took a frame for it */
 	int posted;	    /* our receives from it waiting for a message */
+	int no_get;	    /* a get from it failed before moving data: stream from now on */
 };
 
 struct wt_chan {
@@ -1063,7 +1064,8 @@ static weft_status_t rndv_get(wt_chan_t *ch, wt_chan_op_t *op, int *committed)
  * streams the rest; WEFT_RNDV_GET=1 or 0 forces either. */
 static int rndv_use_get(const wt_chan_t *ch, const wt_chan_op_t *op, const wt_link_ops_t *ops)
 {
-	if (!op->has_addr || !(ops->caps & WT_LINK_CAP_GET) || ops->get == NULL)
+	if (!op->has_addr || !(ops->caps & WT_LINK_CAP_GET) || ops->get == NULL ||
+	    ch->peers[op->peer].no_get)
 		return 0;
 	if (ch->rndv_get == RNDV_AUTO)
 		return ch->get_min > 0 && op->msg_len >= ch->get_min && !op->red.enabled &&
@@ -1096,8 +1098,12 @@ static void rndv_start(wt_chan_t *ch, wt_chan_op_t *op)
 				  (unsigned long long)op->msg_len, pi);
 			return;
 		}
-		WT_WARN("channel: get from rank %d failed (status %d); falling back to copies", pi,
-			(int)st);
+		/* Nothing moved. A get that fails so (CMA refused: Yama's ptrace_scope 1 or a
+		 * seccomp policy say EPERM) would fail again: once per peer, then stream. */
+		WT_WARN("channel: get of %llu bytes from rank %d failed (%s); messages from it "
+			"go through the link from now on",
+			(unsigned long long)op->msg_len, pi, weft_strerror(st));
+		p->no_get = 1;
 	}
 	uint64_t id = slot_alloc(ch, SL_RECV, pi, op, op->msg_len);
 
