@@ -20,7 +20,6 @@
 #include <unistd.h>
 #include "drivers/link.h"
 #include "drivers/shm/shm_layout.h"
-#include "lib/util/copy.h"
 #include "lib/util/log.h"
 #include "lib/util/stores.h"
 #include "lib/util/time.h"
@@ -757,41 +756,6 @@ static void ring_warm(const wt_link_t *l, uint8_t *data, uint64_t *warm, int adv
 	*warm = w;
 }
 
-static void tx_copy(uint8_t *dst, const struct iovec *iov, int iovcnt, int nt)
-{
-	for (int i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len == 0)
-			continue;
-		if (nt)
-			wt_util_copy_stream_unfenced(dst, iov[i].iov_base, iov[i].iov_len);
-		else
-			wt_util_copy(dst, iov[i].iov_base, iov[i].iov_len);
-		dst += iov[i].iov_len;
-	}
-	if (nt)
-		wt_util_copy_fence(); /* before the head's release store publishes them */
-}
-
-/* Copy a frame into a peer's ring, large ones the way lib/util/stores.c picks, timed. */
-static void tx_copy_timed(int peer, struct shm_peer *p, uint8_t *dst, const struct iovec *iov,
-			  int iovcnt, size_t len)
-{
-	int trial, way;
-	uint64_t t0, switches = p->tx_way.switches;
-
-	if (len < WT_UTIL_STORES_MIN_COPY) {
-		tx_copy(dst, iov, iovcnt, 0);
-		return;
-	}
-	way = wt_util_stores_pick(&p->tx_way, &trial);
-	t0 = wt_util_time_ns();
-	tx_copy(dst, iov, iovcnt, way);
-	wt_util_stores_done(&p->tx_way, way, trial, len, wt_util_time_ns() - t0);
-	if (p->tx_way.switches != switches)
-		WT_DEBUG("shm: frames to rank %d now go by %s stores", peer,
-			 p->tx_way.nt ? "streaming" : "plain");
-}
-
 /* The caller has fenced (seq_cst) after its store: pairs with the fence in shm_arm(), so
  * either the sleeper sees the store or we see its flag. */
 static void wake_if_sleeping(struct shm_peer *p)
@@ -853,7 +817,9 @@ static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, i
 	}
 	__atomic_store_n((uint32_t *)(p->tx_data + off), (uint32_t)len, __ATOMIC_RELAXED);
 	__atomic_store_n((uint32_t *)(p->tx_data + off + 4), 0u, __ATOMIC_RELAXED);
-	tx_copy_timed(peer, p, p->tx_data + off + WT_SHM_REC_HDR, iov, iovcnt, len);
+	if (wt_util_stores_copyv(&p->tx_way, p->tx_data + off + WT_SHM_REC_HDR, iov, iovcnt, len))
+		WT_DEBUG("shm: frames to rank %d now go by %s stores", peer,
+			 p->tx_way.nt ? "streaming" : "plain");
 	head += need;
 	p->tx_head = head;
 	atomic_store_explicit(&p->tx_ctl->head, head, memory_order_release);

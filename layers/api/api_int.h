@@ -64,6 +64,7 @@ typedef struct {
 	int spin_us;		  /* WEFT_SPIN_US: busy-poll budget before sleeping */
 	int yield_us;		  /* WEFT_YIELD_US: sched_yield-poll budget after spinning */
 	int compress;		  /* WEFT_COMPRESS: wt_sched_compress_t for float32 allreduce */
+	int shm_stores;		  /* WEFT_SHM_STORES: WT_UTIL_STORES_*, for slot publishes */
 	wt_sched_cost_t cost_shm; /* WEFT_COST_SHM: alpha-beta-gamma of shm links */
 	int cost_shm_set;	  /* WEFT_COST_SHM was given (else oversubscription scales it) */
 	wt_sched_cost_t cost_tcp; /* WEFT_COST_TCP: of tcp (and every other) link */
@@ -125,7 +126,6 @@ struct wt_api_ctx {
 	 * communicators use, which ones creations in flight have offered, and for regions whose
 	 * last communicator is gone, the world ranks that may still read what we published. */
 	int slot_nregions;
-	int slot_stores_forced; /* WEFT_SHM_STORES for slot publishes (WT_UTIL_STORES_*) */
 	uint64_t slot_used, slot_offered;
 	struct wt_api_slot_quar *slot_quar[WT_API_SLOT_MAX_REGIONS];
 

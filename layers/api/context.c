@@ -333,11 +333,9 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 		}
 		c->compress = cm;
 	}
-	/* Read by the shm links and the slots; checked here so every rank refuses a bad value
-	 * before the rendezvous, as every other setting. */
-	int stores;
-
-	st = wt_util_stores_setting(&stores, err, errlen);
+	/* Read by the shm links too; checked here so every rank refuses a bad value before the
+	 * rendezvous, as every other setting. */
+	st = wt_util_stores_setting(&c->shm_stores, err, errlen);
 	if (st != WEFT_OK)
 		return st;
 	st = wt_util_env_int("WEFT_SPIN_US", 1000, 0, 1000000, &v, err, errlen);

@@ -41,11 +41,6 @@ void wt_api_slots_init(wt_api_ctx_t *ctx)
 	ctx->slot_nregions = 0;
 	if (ctx->chan == NULL || wt_chan_slot_area(ctx->chan, ctx->rank, &bytes) == NULL)
 		return;
-	/* weft_init checked the setting before anything opened. */
-	char err[160];
-
-	if (wt_util_stores_setting(&ctx->slot_stores_forced, err, sizeof(err)) != WEFT_OK)
-		ctx->slot_stores_forced = WT_UTIL_STORES_AUTO;
 	if (wt_sched_slot_capacity(WT_API_SLOT_REGION) == 0)
 		return;
 	n = bytes / WT_API_SLOT_SPACING;
@@ -115,7 +110,7 @@ static void attach(weft_comm_t *comm, int region, uint64_t base)
 	comm->slot_region = region;
 	comm->slot_seq[0] = comm->slot_seq[1] = base;
 	memset(&comm->slot_stores, 0, sizeof(comm->slot_stores));
-	comm->slot_stores.forced = ctx->slot_stores_forced;
+	comm->slot_stores.forced = ctx->cfg.shm_stores;
 	ctx->slot_used |= region_bit(region);
 	/* A member that already waits for our first release finds it now. */
 	wt_chan_slot_wake(ctx->chan, comm->world, comm->size);

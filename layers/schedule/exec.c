@@ -562,12 +562,9 @@ static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 					      memory_order_relaxed);
 			ex->published = 1;
 		}
-		if (s->len && ex->slots.stores != NULL)
+		if (s->len)
 			wt_util_stores_copy(ex->slots.stores, slot_data(ex, seq, ex->rank, s->off),
 					    bind(ex, s->src_buf, s->src_off), s->len);
-		else if (s->len)
-			wt_util_copy(slot_data(ex, seq, ex->rank, s->off),
-				     bind(ex, s->src_buf, s->src_off), s->len);
 		atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_SIG_OFF), ex->v->slot_sig,
 				      memory_order_relaxed);
 		atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_COUNT_OFF),

@@ -40,7 +40,7 @@ int wt_util_stores_pick(wt_util_stores_t *w, int *trial)
 	return w->nt;
 }
 
-void wt_util_stores_done(wt_util_stores_t *w, int way, int trial, uint64_t bytes, uint64_t ns)
+void wt_util_stores_done(wt_util_stores_t *w, int trial, uint64_t bytes, uint64_t ns)
 {
 	uint64_t rate = bytes * 1000u / (ns ? ns : 1), cur = 0;
 
@@ -56,7 +56,6 @@ void wt_util_stores_done(wt_util_stores_t *w, int way, int trial, uint64_t bytes
 		cur = w->recent[i] > cur ? w->recent[i] : cur;
 	int better = w->nt ? 2 * rate > cur : rate > 2 * cur;
 
-	(void)way;
 	if (better) {
 		w->nt = !w->nt;
 		w->switches++;
@@ -90,20 +89,42 @@ weft_status_t wt_util_stores_setting(int *forced, char *err, size_t errlen)
 	return WEFT_ERR_INVALID_ARG;
 }
 
-void wt_util_stores_copy(wt_util_stores_t *w, void *dst, const void *src, size_t len)
+static void copy_pieces(uint8_t *dst, const struct iovec *iov, int iovcnt, int nt)
+{
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len == 0)
+			continue;
+		if (nt)
+			wt_util_copy_stream_unfenced(dst, iov[i].iov_base, iov[i].iov_len);
+		else
+			wt_util_copy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+	if (nt)
+		wt_util_copy_fence();
+}
+
+int wt_util_stores_copyv(wt_util_stores_t *w, void *dst, const struct iovec *iov, int iovcnt,
+			 size_t len)
 {
 	int trial, way;
-	uint64_t t0;
+	uint64_t t0, switches;
 
-	if (len < WT_UTIL_STORES_MIN_COPY) {
-		wt_util_copy(dst, src, len);
-		return;
+	if (w == NULL || len < WT_UTIL_STORES_MIN_COPY) {
+		copy_pieces(dst, iov, iovcnt, 0);
+		return 0;
 	}
+	switches = w->switches;
 	way = wt_util_stores_pick(w, &trial);
 	t0 = wt_util_time_ns();
-	if (way)
-		wt_util_copy_stream(dst, src, len);
-	else
-		wt_util_copy(dst, src, len);
-	wt_util_stores_done(w, way, trial, len, wt_util_time_ns() - t0);
+	copy_pieces(dst, iov, iovcnt, way);
+	wt_util_stores_done(w, trial, len, wt_util_time_ns() - t0);
+	return w->switches != switches;
+}
+
+void wt_util_stores_copy(wt_util_stores_t *w, void *dst, const void *src, size_t len)
+{
+	struct iovec iov = {(void *)(uintptr_t)src, len};
+
+	(void)wt_util_stores_copyv(w, dst, &iov, 1, len);
 }

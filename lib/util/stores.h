@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "lib/util/status.h"
 
@@ -32,15 +33,20 @@ typedef struct {
 
 /* The way for the next large copy; *trial says it is a trial of the other way. */
 int wt_util_stores_pick(wt_util_stores_t *w, int *trial);
-/* The copy picked so took ns to write bytes. */
-void wt_util_stores_done(wt_util_stores_t *w, int way, int trial, uint64_t bytes, uint64_t ns);
+/* The copy picked so (*trial as pick said) took ns to write bytes. */
+void wt_util_stores_done(wt_util_stores_t *w, int trial, uint64_t bytes, uint64_t ns);
 
 /* WEFT_SHM_STORES: "auto" (unset) measures, "plain" and "stream" fix the way; anything else
  * is WEFT_ERR_INVALID_ARG with a message naming the variable in err. */
 weft_status_t wt_util_stores_setting(int *forced, char *err, size_t errlen);
 
-/* Copy len bytes (no overlap) the way w picks, timed, stores ordered before return (so a
- * release store after it publishes them). Below WT_UTIL_STORES_MIN_COPY: wt_util_copy. */
+/* Copy the pieces (len bytes in all, no overlap) one after the other to dst, the way w
+ * picks, timed, stores ordered before return (so a release store after it publishes
+ * them). Below WT_UTIL_STORES_MIN_COPY, or with w NULL: plain (wt_util_copy). Returns 1
+ * when w changed its way on this copy. */
+int wt_util_stores_copyv(wt_util_stores_t *w, void *dst, const struct iovec *iov, int iovcnt,
+			 size_t len);
+/* The same for one buffer. */
 void wt_util_stores_copy(wt_util_stores_t *w, void *dst, const void *src, size_t len);
 
 #endif
