@@ -181,6 +181,7 @@ static void exec_run_local(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 
 static void exec_net_done(void *arg, weft_status_t st, const char *msg);
 static void exec_progress(wt_sched_exec_t *ex);
+static void exec_in_order_any(wt_sched_exec_t *ex);
 
 /* ---- shared slots ---- */
 
@@ -981,10 +982,112 @@ static void exec_to_queue(wt_sched_exec_t *ex)
 			ex->ready[ex->rtail++] = (uint32_t)j;
 }
 
+/* exec_in_order for the common plan of one slot call without peer steps: the words and
+ * slot addresses of the call are worked out once, and each slot step is a load or a store
+ * (the general helpers serve what is unusual: an unmet wait, a mismatch, a local step). */
+static void exec_in_order_one(wt_sched_exec_t *ex)
+{
+	const wt_sched_step_t *steps = ex->v->steps;
+	const uint64_t seq = ex->slots.seq, mask = ex->ring.depth - 1;
+	const size_t ready = ready_off(&ex->ring, (unsigned)(seq & mask));
+	const size_t done = done_off(&ex->ring, (unsigned)(seq & mask));
+	const size_t ready_prev = ready_off(&ex->ring, (unsigned)((seq - 1) & mask));
+	const size_t done_prev = done_off(&ex->ring, (unsigned)((seq - 1) & mask));
+	const uint64_t freed = seq > ex->ring.depth ? seq - ex->ring.depth : 0;
+	void *const *region = ex->slots.region;
+	uint8_t *own = region[ex->rank];
+
+	while (ex->ndone < ex->nsteps) {
+		const wt_sched_step_t *s = &steps[ex->ndone];
+		const uint8_t *peer = s->peer >= 0 ? (const uint8_t *)region[s->peer] : NULL;
+		int met;
+
+		switch (s->type) {
+		case WT_SCHED_SLOT_WAIT:
+			met = atomic_load_explicit((const _Atomic uint64_t *)(peer + ready),
+						   memory_order_acquire) >= seq;
+			if (!met && !exec_watch_one(ex, s))
+				goto to_queue;
+			if (atomic_load_explicit(
+				(const _Atomic uint64_t *)(peer + ready + SLOT_SIG_OFF),
+				memory_order_relaxed) != ex->v->slot_sig ||
+			    atomic_load_explicit(
+				(const _Atomic uint64_t *)(peer + ready + SLOT_COUNT_OFF),
+				memory_order_relaxed) != ex->v->args->count) {
+				peer_sig_check(ex, s);
+				if (ex->err)
+					return;
+			}
+			break;
+		case WT_SCHED_SLOT_FREE:
+			if (s->peer == ex->rank) {
+				met = atomic_load_explicit(
+					  (const _Atomic uint64_t *)(own + done_prev),
+					  memory_order_acquire) >= seq - 1;
+			} else {
+				/* as slot_met: its flag of the previous call says it released
+				 * every call before */
+				met = atomic_load_explicit(
+					  (const _Atomic uint64_t *)(peer + ready_prev),
+					  memory_order_acquire) >= seq - 1 ||
+				      atomic_load_explicit((const _Atomic uint64_t *)(peer + done),
+							   memory_order_acquire) >= freed;
+			}
+			if (!met && !exec_watch_one(ex, s))
+				goto to_queue;
+			ex->turn_met |= s->peer == ex->rank;
+			break;
+		case WT_SCHED_SLOT_PUT:
+			if (s->len)
+				wt_util_stores_copy(ex->slots.stores,
+						    own + ready + WT_SCHED_SLOT_HDR + s->off,
+						    bind(ex, s->src_buf, s->src_off), s->len);
+			atomic_store_explicit((_Atomic uint64_t *)(own + ready + SLOT_SIG_OFF),
+					      ex->v->slot_sig, memory_order_relaxed);
+			atomic_store_explicit((_Atomic uint64_t *)(own + ready + SLOT_COUNT_OFF),
+					      ex->v->args->count, memory_order_relaxed);
+			atomic_store_explicit((_Atomic uint64_t *)(own + ready), seq,
+					      memory_order_release);
+			ex->wake_due = 1;
+			break;
+		case WT_SCHED_SLOT_DONE:
+			atomic_store_explicit((_Atomic uint64_t *)(own + done), seq,
+					      memory_order_release);
+			ex->released++;
+			slot_wake_now(ex);
+			break;
+		case WT_SCHED_SLOT_COPY:
+			if (s->len)
+				wt_util_copy(bind(ex, s->buf, s->off),
+					     peer + ready + WT_SCHED_SLOT_HDR + s->src_off, s->len);
+			break;
+		case WT_SCHED_SLOT_REDUCE:
+			if (s->len)
+				wt_util_reduce(bind(ex, s->buf, s->off),
+					       peer + ready + WT_SCHED_SLOT_HDR + s->src_off,
+					       s->len / ex->elem, ex->dtype, ex->wire_op);
+			break;
+		default:
+			if (step_waits(s))
+				goto general;
+			if (!exec_run(ex, (uint32_t)ex->ndone, s))
+				return;
+			break;
+		}
+		ex->ndone++;
+	}
+	return;
+to_queue:
+	exec_to_queue(ex);
+	return;
+general:
+	exec_in_order_any(ex);
+}
+
 /* Plans with v->in_order: id order is a topological order, so the steps run one after the
  * other with no successor walk. The first wait still unmet after the spin budget (or at
  * once, without one) hands the rest to the queue. */
-static void exec_in_order(wt_sched_exec_t *ex)
+static void exec_in_order_any(wt_sched_exec_t *ex)
 {
 	const wt_sched_step_t *steps = ex->v->steps;
 
@@ -1013,8 +1116,11 @@ static void exec_progress(wt_sched_exec_t *ex)
 	if (ex->running)
 		return;
 	ex->running = 1;
-	if (ex->in_order)
-		exec_in_order(ex);
+	if (ex->in_order && ex->v->uses_slots && ex->v->slot_parts == 1 && !ex->v->uses_peers &&
+	    !ex->err)
+		exec_in_order_one(ex);
+	else if (ex->in_order)
+		exec_in_order_any(ex);
 	while (!ex->err && ex->rhead < ex->rtail) {
 		uint32_t i = ex->ready[ex->rhead++];
 

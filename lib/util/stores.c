@@ -126,5 +126,10 @@ void wt_util_stores_copy(wt_util_stores_t *w, void *dst, const void *src, size_t
 {
 	struct iovec iov = {(void *)(uintptr_t)src, len};
 
+	/* The usual small copy without building pieces to walk (a slot call's few bytes). */
+	if (w == NULL || len < WT_UTIL_STORES_MIN_COPY) {
+		wt_util_copy(dst, src, len);
+		return;
+	}
 	(void)wt_util_stores_copyv(w, dst, &iov, 1, len);
 }
