@@ -556,10 +556,17 @@ static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 		/* A blocking call's memoised plan outlives its execution (only this thread
 		 * replaces the memo, after we return): no reference, and the communicator's
 		 * kept memory. Other executions take their own reference. */
-		if (will_wait && !owned)
-			st = wt_sched_exec_start_kept(&comm->exec_keep, plan, &net, tag_base,
-						      sendbuf, recvbuf, req_done, req, &req->exec);
-		else
+		if (will_wait && !owned) {
+			st = wt_sched_exec_run_kept(&comm->exec_keep, plan, &net, tag_base, sendbuf,
+						    recvbuf, req_done, req, &req->exec);
+			/* Ended well inside the start, without its done (the usual tiny call
+			 * whose peers were there): what req_done would have settled. */
+			if (st == WEFT_OK && req->exec == NULL) {
+				active_add(ctx, -1);
+				req->status = WEFT_OK;
+				atomic_store_explicit(&req->done, 1, memory_order_relaxed);
+			}
+		} else
 			st = wt_sched_exec_start(plan, &net, tag_base, sendbuf, recvbuf, req_done,
 						 req, &req->exec);
 		if (st != WEFT_OK) {
@@ -603,6 +610,10 @@ weft_status_t wt_api_coll_run(weft_comm_t *comm, const wt_sched_args_t *args, co
 
 	if (st != WEFT_OK)
 		return st;
+	/* Ended inside the start: nothing to wait for or to free. */
+	if (req->exec == NULL && atomic_load_explicit(&req->done, memory_order_relaxed) &&
+	    req->status == WEFT_OK)
+		return WEFT_OK;
 	return wt_api_wait_own(&req);
 }
 

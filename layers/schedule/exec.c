@@ -79,6 +79,9 @@ struct wt_sched_exec {
 	exec_op_t *ops;
 	size_t nsteps, ndone, outstanding;
 	int running;
+	/* Inside wt_sched_exec_run_kept: where a successful end inside the start is noted
+	 * instead of calling done (1), or that done ran (2); NULL otherwise. */
+	int *quiet;
 	/* In order (plans with v->in_order): steps run by id, ndone of them so far, without the
 	 * ready queue; the first wait that stays unmet switches to the queue. */
 	int in_order;
@@ -862,6 +865,11 @@ static void exec_maybe_finish(wt_sched_exec_t *ex)
 							   .part = ex->released});
 	}
 	ex->status = ex->err;
+	if (ex->quiet != NULL) {
+		*ex->quiet = ex->err ? 2 : 1;
+		if (!ex->err)
+			return;
+	}
 	/* done may free ex: nothing touches it afterwards. */
 	if (done)
 		done(arg, ex->status, ex->err ? ex->errmsg : "");
@@ -1220,6 +1228,8 @@ static size_t align_up(size_t x, size_t a)
 	return (x + a - 1) / a * a;
 }
 
+static void exec_reset(wt_sched_exec_t *ex);
+
 static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, wt_sched_exec_keep_t *keep, size_t nsteps,
 				   size_t scratch)
 {
@@ -1258,7 +1268,20 @@ static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, wt_sched_exec_keep_t *kee
 		((wt_sched_exec_t *)base)->geom_bytes = 0;
 	}
 	ex = (wt_sched_exec_t *)base;
-	/* Only what start does not set (the error message is set when an error happens). */
+	exec_reset(ex);
+	ex->blk_bytes = bytes;
+	ex->keep = keep;
+	ex->pending = (uint32_t *)(base + off_pending);
+	ex->ready = (uint32_t *)(base + off_ready);
+	ex->ops = (exec_op_t *)(base + off_ops);
+	ex->scratch = scratch ? base + off_scratch : NULL;
+	return ex;
+}
+
+/* The state of one run, as a new block or a kept one starts it (the error message is set
+ * when an error happens). */
+static void exec_reset(wt_sched_exec_t *ex)
+{
 	ex->wake_due = ex->turn_met = ex->released = 0;
 	ex->ndeferred = 0;
 	ex->spin_until = 0;
@@ -1270,15 +1293,9 @@ static wt_sched_exec_t *exec_alloc(wt_sched_plan_t *p, wt_sched_exec_keep_t *kee
 	ex->rhead = ex->rtail = 0;
 	ex->ndone = ex->outstanding = 0;
 	ex->running = 0;
+	ex->quiet = NULL;
 	ex->err = WEFT_OK;
 	ex->errmsg[0] = '\0';
-	ex->blk_bytes = bytes;
-	ex->keep = keep;
-	ex->pending = (uint32_t *)(base + off_pending);
-	ex->ready = (uint32_t *)(base + off_ready);
-	ex->ops = (exec_op_t *)(base + off_ops);
-	ex->scratch = scratch ? base + off_scratch : NULL;
-	return ex;
 }
 
 /* Back to the caller's keep, or to the plan for the next execution unless it keeps one
@@ -1299,6 +1316,7 @@ static void exec_release(wt_sched_exec_t *ex)
 			keep->blk = ex;
 			keep->bytes = ex->blk_bytes;
 			keep->nsteps = ex->nsteps ? ex->nsteps : 1;
+			keep->serial = ex->v->serial;
 		} else {
 			free(ex);
 		}
@@ -1318,6 +1336,7 @@ void wt_sched_exec_keep_free(wt_sched_exec_keep_t *keep)
 	free(keep->blk);
 	keep->blk = NULL;
 	keep->bytes = 0;
+	keep->serial = 0;
 }
 
 /* A slot plan takes the next slot call of the network and checks that its regions hold
@@ -1378,11 +1397,44 @@ static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *
 	return WEFT_OK;
 }
 
-static weft_status_t exec_start(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
+/* The kept block of the same plan's last run: what depends on the plan alone (its view,
+ * dtype, ranks, layout, slot ring geometry) is still there; the rest starts afresh. */
+static weft_status_t exec_rearm(wt_sched_exec_keep_t *keep, const wt_sched_plan_view_t *v,
 				const wt_sched_net_t *net, uint64_t tag_base, const void *sendbuf,
 				void *recvbuf, wt_sched_exec_done_fn_t done, void *arg,
 				wt_sched_exec_t **out)
 {
+	wt_sched_exec_t *ex = keep->blk;
+	weft_status_t st;
+
+	keep->blk = NULL;
+	exec_reset(ex);
+	ex->net = *net;
+	ex->tag_base = tag_base;
+	ex->bufs[WT_SCHED_BUF_RECV] = recvbuf;
+	ex->bufs[WT_SCHED_BUF_SEND] = (uint8_t *)(uintptr_t)sendbuf;
+	ex->status = WEFT_INPROGRESS;
+	ex->done = done;
+	ex->done_arg = arg;
+	ex->in_order = v->in_order;
+	if (v->uses_slots) {
+		st = exec_bind_slots(ex, net, v->args);
+		if (st) {
+			exec_release(ex);
+			return st;
+		}
+	}
+	*out = ex;
+	return WEFT_OK;
+}
+
+/* quiet: the caller blocks on the result (wt_sched_exec_run_kept). */
+static weft_status_t exec_start(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
+				const wt_sched_net_t *net, uint64_t tag_base, const void *sendbuf,
+				void *recvbuf, wt_sched_exec_done_fn_t done, void *arg,
+				wt_sched_exec_t **out, int quiet)
+{
+	int ended = 0;
 	const wt_sched_plan_view_t *v = p ? wt_sched_plan_view(p) : NULL;
 	const wt_sched_args_t *a;
 	wt_sched_exec_t *ex;
@@ -1394,6 +1446,12 @@ static weft_status_t exec_start(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
 	if (st)
 		return st;
 	a = v->args;
+	if (keep != NULL && keep->blk != NULL && keep->serial == v->serial) {
+		st = exec_rearm(keep, v, net, tag_base, sendbuf, recvbuf, done, arg, &ex);
+		if (st)
+			return st;
+		goto run;
+	}
 	ex = exec_alloc(p, keep, v->nsteps, v->scratch);
 	if (!ex)
 		goto nomem;
@@ -1426,13 +1484,24 @@ static weft_status_t exec_start(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
 		}
 	}
 	ex->in_order = v->in_order;
+run:
 	if (!ex->in_order) {
 		memcpy(ex->pending, ex->v->pending0, ex->nsteps * sizeof(*ex->pending));
 		memcpy(ex->ready, ex->v->sources, ex->v->nsources * sizeof(*ex->ready));
 		ex->rtail = ex->v->nsources;
 	}
 	*out = ex;
+	if (quiet)
+		ex->quiet = &ended;
 	exec_progress(ex);
+	/* done ran (and may have freed ex), or the plan ended well without it: no execution
+	 * to hand back. */
+	if (ended == 1) {
+		exec_release(ex);
+		*out = NULL;
+	} else if (ended == 0 && quiet) {
+		ex->quiet = NULL;
+	}
 	return WEFT_OK;
 nomem:
 	WT_ERROR("schedule: out of memory starting a %s plan of %zu steps", wt_sched_plan_algo(p),
@@ -1444,7 +1513,7 @@ weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net,
 				  const void *sendbuf, void *recvbuf, wt_sched_exec_done_fn_t done,
 				  void *arg, wt_sched_exec_t **out)
 {
-	return exec_start(NULL, p, net, tag_base, sendbuf, recvbuf, done, arg, out);
+	return exec_start(NULL, p, net, tag_base, sendbuf, recvbuf, done, arg, out, 0);
 }
 
 weft_status_t wt_sched_exec_start_kept(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
@@ -1455,7 +1524,17 @@ weft_status_t wt_sched_exec_start_kept(wt_sched_exec_keep_t *keep, wt_sched_plan
 {
 	if (!keep)
 		return WEFT_ERR_INVALID_ARG;
-	return exec_start(keep, p, net, tag_base, sendbuf, recvbuf, done, arg, out);
+	return exec_start(keep, p, net, tag_base, sendbuf, recvbuf, done, arg, out, 0);
+}
+
+weft_status_t wt_sched_exec_run_kept(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
+				     const wt_sched_net_t *net, uint64_t tag_base,
+				     const void *sendbuf, void *recvbuf,
+				     wt_sched_exec_done_fn_t done, void *arg, wt_sched_exec_t **out)
+{
+	if (!keep)
+		return WEFT_ERR_INVALID_ARG;
+	return exec_start(keep, p, net, tag_base, sendbuf, recvbuf, done, arg, out, 1);
 }
 
 weft_status_t wt_sched_exec_status(const wt_sched_exec_t *ex)

@@ -168,13 +168,22 @@ weft_status_t wt_sched_exec_start(wt_sched_plan_t *p, const wt_sched_net_t *net,
 typedef struct {
 	void *blk;
 	size_t bytes;
-	size_t nsteps; /* of the execution that used blk last (its ops are idle) */
+	size_t nsteps;	 /* of the execution that used blk last (its ops are idle) */
+	uint64_t serial; /* the view serial of that execution's plan (0: none) */
 } wt_sched_exec_keep_t;
 weft_status_t wt_sched_exec_start_kept(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
 				       const wt_sched_net_t *net, uint64_t tag_base,
 				       const void *sendbuf, void *recvbuf,
 				       wt_sched_exec_done_fn_t done, void *arg,
 				       wt_sched_exec_t **ex);
+/* As wt_sched_exec_start_kept, for a caller that blocks on the result: a plan that ends
+ * well inside this call (its peers were there) returns WEFT_OK with *ex NULL, without
+ * calling done and with nothing to free. Otherwise as wt_sched_exec_start_kept: done runs
+ * once the execution ends (inside this call too, when it fails at once). */
+weft_status_t wt_sched_exec_run_kept(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
+				     const wt_sched_net_t *net, uint64_t tag_base,
+				     const void *sendbuf, void *recvbuf,
+				     wt_sched_exec_done_fn_t done, void *arg, wt_sched_exec_t **ex);
 void wt_sched_exec_keep_free(wt_sched_exec_keep_t *keep);
 /* WEFT_INPROGRESS until done, then the final status. */
 weft_status_t wt_sched_exec_status(const wt_sched_exec_t *ex);

@@ -1142,6 +1142,9 @@ static int plan_slot_small(const wt_sched_plan_t *p)
 	return bytes <= WT_SCHED_SLOT_SMALL_CAP;
 }
 
+/* Numbers the finalized plans of the process (wt_sched_plan_view_t.serial). */
+static _Atomic uint64_t plan_serials;
+
 /* See wt_sched_plan_view_t.slot_sig. */
 static uint64_t plan_slot_sig(const wt_sched_plan_t *p)
 {
@@ -1206,7 +1209,8 @@ static weft_status_t build_successors(wt_sched_plan_t *p)
 					 .in_order = plan_in_order(p),
 					 .slot_small = plan_slot_small(p),
 					 .slot_sig = plan_slot_sig(p),
-					 .slot_parts = p->slot_parts ? p->slot_parts : 1};
+					 .slot_parts = p->slot_parts ? p->slot_parts : 1,
+					 .serial = atomic_fetch_add(&plan_serials, 1) + 1};
 	return WEFT_OK;
 }
 

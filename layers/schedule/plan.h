@@ -371,6 +371,9 @@ typedef struct {
 	/* Consecutive slot calls the plan takes (wt_sched_slot_part): 1 for most, more for a
 	 * call that goes through the slots in pieces. */
 	unsigned slot_parts;
+	/* Unique among the plans finalized in this process (never 0): an execution block kept
+	 * from the same plan's last run keeps what depends on the plan alone. */
+	uint64_t serial;
 } wt_sched_plan_view_t;
 const wt_sched_plan_view_t *wt_sched_plan_view(const wt_sched_plan_t *p);
 /* The executor keeps one finished execution's memory on its plan for the next execution

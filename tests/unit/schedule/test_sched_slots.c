@@ -1370,17 +1370,32 @@ static void spin_setup(spin_net_t *sn, spin_rank_t *rk, int r, uint32_t spin_ns)
 	spin_setup_coll(sn, rk, r, spin_ns, WT_COLL_ALLREDUCE);
 }
 
+/* Both ranks' slot regions, fresh. */
+static void spin_regions(spin_net_t *sn)
+{
+	for (int r = 0; r < 2; r++) {
+		sn->regions[r] = st_alloc(REGION);
+		wt_sched_slot_reset(sn->regions[r], REGION, 1, 0);
+	}
+}
+
+/* The test network of a rank. */
+static wt_sched_net_t spin_net_of(spin_rank_t *rk)
+{
+	return (wt_sched_net_t){.ctx = &rk->ctx,
+				.post_send = sp_send,
+				.post_recv = sp_recv,
+				.cancel = sp_cancel,
+				.slots = sp_slots,
+				.post_wait = sp_post_wait,
+				.slot_wake = sp_wake,
+				.spin_ns = rk->spin_ns};
+}
+
 /* keep: NULL for a plain execution, else a kept one (wt_sched_exec_start_kept). */
 static void spin_start_in(spin_rank_t *rk, wt_sched_exec_keep_t *keep)
 {
-	wt_sched_net_t net = {.ctx = &rk->ctx,
-			      .post_send = sp_send,
-			      .post_recv = sp_recv,
-			      .cancel = sp_cancel,
-			      .slots = sp_slots,
-			      .post_wait = sp_post_wait,
-			      .slot_wake = sp_wake,
-			      .spin_ns = rk->spin_ns};
+	wt_sched_net_t net = spin_net_of(rk);
 
 	if (keep != NULL)
 		assert_int_equal(wt_sched_exec_start_kept(keep, rk->plan, &net, TAG(0), rk->send,
@@ -1431,10 +1446,7 @@ static void test_inline_spin(void **state)
 	uint64_t t0;
 
 	(void)state;
-	for (int r = 0; r < 2; r++) {
-		sn.regions[r] = st_alloc(REGION);
-		wt_sched_slot_reset(sn.regions[r], REGION, 1, 0);
-	}
+	spin_regions(&sn);
 	/* A: met while spinning */
 	spin_setup(&sn, &rk[0], 0, 4000000000u);
 	spin_setup(&sn, &rk[1], 1, 0);
@@ -1545,6 +1557,79 @@ static void test_kept_sizes(void **state)
 		wt_sched_exec_keep_free(&keep[r]);
 }
 
+/* A blocking caller's run (wt_sched_exec_run_kept) of the same two plans, call after call:
+ * the rank that comes second finds its peer's flags set and ends inside the start, with no
+ * execution handed back and done not called; the first hands its unmet wait over to an
+ * execution that the posted wait completes. The kept block is re-armed for the same plan
+ * (also after a barrier's plan used it in between), and every result is exact. */
+static void test_run_kept(void **state)
+{
+	static const wt_sched_coll_t seq[] = {WT_COLL_ALLREDUCE, WT_COLL_ALLREDUCE, WT_COLL_BARRIER,
+					      WT_COLL_ALLREDUCE, WT_COLL_ALLREDUCE};
+	spin_net_t sn = {.seq = 2};
+	spin_rank_t rk[2], bar[2];
+	wt_sched_exec_keep_t keep[2] = {{0}, {0}};
+	void *blk[2] = {NULL, NULL};
+
+	(void)state;
+	spin_regions(&sn);
+	for (int r = 0; r < 2; r++) {
+		spin_setup_coll(&sn, &rk[r], r, 0, WT_COLL_ALLREDUCE);
+		spin_setup_coll(&sn, &bar[r], r, 0, WT_COLL_BARRIER);
+	}
+	for (size_t k = 0; k < sizeof(seq) / sizeof(seq[0]); k++) {
+		int first = (int)(k % 2), second = 1 - first;
+		spin_rank_t *x = seq[k] == WT_COLL_BARRIER ? bar : rk;
+		wt_sched_net_t net[2];
+
+		memset(sn.done, 0, sizeof(sn.done));
+		atomic_store(&sn.posted, 0);
+		sn.seq = 2 + k;
+		for (int r = 0; r < 2; r++) {
+			for (int i = 0; i < 3; i++)
+				rk[r].send[i] = (int32_t)((r + 1) * 100 + i + 10 * (int)k);
+			memset(rk[r].recv, 0, sizeof(rk[r].recv));
+			net[r] = spin_net_of(&x[r]);
+		}
+		assert_int_equal(wt_sched_exec_run_kept(&keep[first], x[first].plan, &net[first],
+							TAG(0), x[first].send, x[first].recv,
+							sp_done, &x[first].ctx, &x[first].ex),
+				 WEFT_OK);
+		assert_non_null(x[first].ex);
+		assert_int_equal(atomic_load(&sn.posted), 1);
+		assert_int_equal(wt_sched_exec_run_kept(&keep[second], x[second].plan, &net[second],
+							TAG(0), x[second].send, x[second].recv,
+							sp_done, &x[second].ctx, &x[second].ex),
+				 WEFT_OK);
+		/* ended inside the start: nothing handed back, done not called, the block
+		 * back in the keep */
+		assert_null(x[second].ex);
+		assert_int_equal(atomic_load(&sn.done[second]), 0);
+		assert_non_null(keep[second].blk);
+		assert_int_equal(atomic_load(&sn.posted), 1);
+		sn.cb(sn.cb_arg, WEFT_OK, NULL);
+		assert_int_equal(atomic_load(&sn.done[first]), 1);
+		assert_int_equal(sn.st[first], WEFT_OK);
+		wt_sched_exec_free(x[first].ex);
+		for (int r = 0; r < 2 && seq[k] == WT_COLL_ALLREDUCE; r++)
+			for (int i = 0; i < 3; i++)
+				assert_int_equal(rk[r].recv[i], 100 + i + 200 + i + 20 * (int)k);
+		for (int r = 0; r < 2; r++) {
+			/* one block per rank throughout, whichever plan used it last */
+			if (k > 0)
+				assert_ptr_equal(keep[r].blk, blk[r]);
+			blk[r] = keep[r].blk;
+		}
+	}
+	for (int r = 0; r < 2; r++) {
+		wt_sched_exec_keep_free(&keep[r]);
+		assert_null(keep[r].blk);
+		wt_sched_plan_unref(rk[r].plan);
+		wt_sched_plan_unref(bar[r].plan);
+		free(sn.regions[r]);
+	}
+}
+
 static void test_kept(void **state)
 {
 	static const wt_sched_coll_t seq[] = {WT_COLL_ALLREDUCE, WT_COLL_ALLREDUCE, WT_COLL_BARRIER,
@@ -1555,10 +1640,7 @@ static void test_kept(void **state)
 	void *blk[2] = {NULL, NULL};
 
 	(void)state;
-	for (int r = 0; r < 2; r++) {
-		sn.regions[r] = st_alloc(REGION);
-		wt_sched_slot_reset(sn.regions[r], REGION, 1, 0);
-	}
+	spin_regions(&sn);
 	for (size_t k = 0; k < sizeof(seq) / sizeof(seq[0]); k++) {
 		memset(sn.done, 0, sizeof(sn.done));
 		atomic_store(&sn.posted, 0);
@@ -1810,6 +1892,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_selection),
 	    cmocka_unit_test(test_inline_spin),
 	    cmocka_unit_test(test_kept),
+	    cmocka_unit_test(test_run_kept),
 	    cmocka_unit_test(test_kept_sizes),
 	    cmocka_unit_test(test_small_ring),
 	    cmocka_unit_test(test_root_runs_ahead),
