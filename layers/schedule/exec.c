@@ -439,18 +439,26 @@ static const _Atomic uint64_t *slot_word(const wt_sched_exec_t *ex, const wt_sch
 	return word_at(ex, s->peer, done_at(ex, seq));
 }
 
-/* Whether a SLOT_FREE / SLOT_WAIT step is met now. A peer that published the previous call
- * had released every call before it (its turn came first), so the line we read its flag
- * from last time usually answers a SLOT_FREE without fetching its done word. */
+/* Whether peer released slot call seq - depth, the previous user of call seq's slot. A peer
+ * that published call seq - 1 had released every call before it (its turn came first), so
+ * the line we read its flag from last time usually answers without fetching its done word. */
+static int peer_freed(const wt_sched_exec_t *ex, int peer, uint64_t seq)
+{
+	if (atomic_load_explicit(word_at(ex, peer, ready_at(ex, seq - 1)), memory_order_acquire) >=
+	    seq - 1)
+		return 1;
+	return atomic_load_explicit(word_at(ex, peer, done_at(ex, seq)), memory_order_acquire) >=
+	       (seq > ex->ring.depth ? seq - ex->ring.depth : 0);
+}
+
+/* Whether a SLOT_FREE / SLOT_WAIT step is met now. */
 static int slot_met(const wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
 	const _Atomic uint64_t *word;
 	uint64_t value;
 
-	if (s->type == WT_SCHED_SLOT_FREE && s->peer != ex->rank &&
-	    atomic_load_explicit(word_at(ex, s->peer, ready_at(ex, part_seq(ex, s) - 1)),
-				 memory_order_acquire) >= part_seq(ex, s) - 1)
-		return 1;
+	if (s->type == WT_SCHED_SLOT_FREE && s->peer != ex->rank)
+		return peer_freed(ex, s->peer, part_seq(ex, s));
 	word = slot_word(ex, s, &value);
 	return atomic_load_explicit(word, memory_order_acquire) >= value;
 }
@@ -990,90 +998,51 @@ static void exec_to_queue(wt_sched_exec_t *ex)
 			ex->ready[ex->rtail++] = (uint32_t)j;
 }
 
-/* exec_in_order for the common plan of one slot call without peer steps: the words and
- * slot addresses of the call are worked out once, and each slot step is a load or a store
- * (the general helpers serve what is unusual: an unmet wait, a mismatch, a local step). */
+/* exec_in_order for the common plan of one slot call without peer steps: the waits are
+ * looked at directly, with the call's words worked out once; the general helpers serve an
+ * unmet wait, a mismatch, and the steps that store or read. */
 static void exec_in_order_one(wt_sched_exec_t *ex)
 {
 	const wt_sched_step_t *steps = ex->v->steps;
 	const uint64_t seq = ex->slots.seq, mask = ex->ring.depth - 1;
 	const size_t ready = ready_off(&ex->ring, (unsigned)(seq & mask));
-	const size_t done = done_off(&ex->ring, (unsigned)(seq & mask));
-	const size_t ready_prev = ready_off(&ex->ring, (unsigned)((seq - 1) & mask));
 	const size_t done_prev = done_off(&ex->ring, (unsigned)((seq - 1) & mask));
-	const uint64_t freed = seq > ex->ring.depth ? seq - ex->ring.depth : 0;
 	void *const *region = ex->slots.region;
-	uint8_t *own = region[ex->rank];
 
 	while (ex->ndone < ex->nsteps) {
 		const wt_sched_step_t *s = &steps[ex->ndone];
-		const uint8_t *peer = s->peer >= 0 ? (const uint8_t *)region[s->peer] : NULL;
 		int met;
 
 		switch (s->type) {
 		case WT_SCHED_SLOT_WAIT:
-			met = atomic_load_explicit((const _Atomic uint64_t *)(peer + ready),
-						   memory_order_acquire) >= seq;
+			met = atomic_load_explicit(
+				  (const _Atomic uint64_t *)((uint8_t *)region[s->peer] + ready),
+				  memory_order_acquire) >= seq;
 			if (!met && !exec_watch_one(ex, s))
 				goto to_queue;
-			if (atomic_load_explicit(
-				(const _Atomic uint64_t *)(peer + ready + SLOT_SIG_OFF),
-				memory_order_relaxed) != ex->v->slot_sig ||
-			    atomic_load_explicit(
-				(const _Atomic uint64_t *)(peer + ready + SLOT_COUNT_OFF),
-				memory_order_relaxed) != ex->v->args->count) {
-				peer_sig_check(ex, s);
-				if (ex->err)
-					return;
-			}
+			peer_sig_check(ex, s);
+			if (ex->err)
+				return;
 			break;
 		case WT_SCHED_SLOT_FREE:
-			if (s->peer == ex->rank) {
+			if (s->peer == ex->rank)
 				met = atomic_load_explicit(
-					  (const _Atomic uint64_t *)(own + done_prev),
+					  (const _Atomic uint64_t *)((uint8_t *)region[s->peer] +
+								     done_prev),
 					  memory_order_acquire) >= seq - 1;
-			} else {
-				/* as slot_met: its flag of the previous call says it released
-				 * every call before */
-				met = atomic_load_explicit(
-					  (const _Atomic uint64_t *)(peer + ready_prev),
-					  memory_order_acquire) >= seq - 1 ||
-				      atomic_load_explicit((const _Atomic uint64_t *)(peer + done),
-							   memory_order_acquire) >= freed;
-			}
+			else
+				met = peer_freed(ex, s->peer, seq);
 			if (!met && !exec_watch_one(ex, s))
 				goto to_queue;
 			ex->turn_met |= s->peer == ex->rank;
 			break;
 		case WT_SCHED_SLOT_PUT:
-			if (s->len)
-				wt_util_stores_copy(ex->slots.stores,
-						    own + ready + WT_SCHED_SLOT_HDR + s->off,
-						    bind(ex, s->src_buf, s->src_off), s->len);
-			atomic_store_explicit((_Atomic uint64_t *)(own + ready + SLOT_SIG_OFF),
-					      ex->v->slot_sig, memory_order_relaxed);
-			atomic_store_explicit((_Atomic uint64_t *)(own + ready + SLOT_COUNT_OFF),
-					      ex->v->args->count, memory_order_relaxed);
-			atomic_store_explicit((_Atomic uint64_t *)(own + ready), seq,
-					      memory_order_release);
-			ex->wake_due = 1;
-			break;
 		case WT_SCHED_SLOT_DONE:
-			atomic_store_explicit((_Atomic uint64_t *)(own + done), seq,
-					      memory_order_release);
-			ex->released++;
-			slot_wake_now(ex);
+			slot_signal(ex, s);
 			break;
 		case WT_SCHED_SLOT_COPY:
-			if (s->len)
-				wt_util_copy(bind(ex, s->buf, s->off),
-					     peer + ready + WT_SCHED_SLOT_HDR + s->src_off, s->len);
-			break;
 		case WT_SCHED_SLOT_REDUCE:
-			if (s->len)
-				wt_util_reduce(bind(ex, s->buf, s->off),
-					       peer + ready + WT_SCHED_SLOT_HDR + s->src_off,
-					       s->len / ex->elem, ex->dtype, ex->wire_op);
+			slot_read(ex, s);
 			break;
 		default:
 			if (step_waits(s))
@@ -1397,37 +1366,6 @@ static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *
 	return WEFT_OK;
 }
 
-/* The kept block of the same plan's last run: what depends on the plan alone (its view,
- * dtype, ranks, layout, slot ring geometry) is still there; the rest starts afresh. */
-static weft_status_t exec_rearm(wt_sched_exec_keep_t *keep, const wt_sched_plan_view_t *v,
-				const wt_sched_net_t *net, uint64_t tag_base, const void *sendbuf,
-				void *recvbuf, wt_sched_exec_done_fn_t done, void *arg,
-				wt_sched_exec_t **out)
-{
-	wt_sched_exec_t *ex = keep->blk;
-	weft_status_t st;
-
-	keep->blk = NULL;
-	exec_reset(ex);
-	ex->net = *net;
-	ex->tag_base = tag_base;
-	ex->bufs[WT_SCHED_BUF_RECV] = recvbuf;
-	ex->bufs[WT_SCHED_BUF_SEND] = (uint8_t *)(uintptr_t)sendbuf;
-	ex->status = WEFT_INPROGRESS;
-	ex->done = done;
-	ex->done_arg = arg;
-	ex->in_order = v->in_order;
-	if (v->uses_slots) {
-		st = exec_bind_slots(ex, net, v->args);
-		if (st) {
-			exec_release(ex);
-			return st;
-		}
-	}
-	*out = ex;
-	return WEFT_OK;
-}
-
 /* quiet: the caller blocks on the result (wt_sched_exec_run_kept). */
 static weft_status_t exec_start(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
 				const wt_sched_net_t *net, uint64_t tag_base, const void *sendbuf,
@@ -1447,18 +1385,27 @@ static weft_status_t exec_start(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
 		return st;
 	a = v->args;
 	if (keep != NULL && keep->blk != NULL && keep->serial == v->serial) {
-		st = exec_rearm(keep, v, net, tag_base, sendbuf, recvbuf, done, arg, &ex);
-		if (st)
-			return st;
-		goto run;
+		/* The kept block of this plan's last run: what depends on the plan alone (its
+		 * view, dtype, ranks, layout, slot ring geometry) is still there. */
+		ex = keep->blk;
+		keep->blk = NULL;
+		exec_reset(ex);
+	} else {
+		ex = exec_alloc(p, keep, v->nsteps, v->scratch);
+		if (!ex)
+			goto nomem;
+		if (!keep)
+			wt_sched_plan_ref(p);
+		ex->plan = p;
+		ex->v = v;
+		ex->dtype = a->dtype;
+		ex->wire_op = a->op == WEFT_AVG ? WEFT_SUM : a->op;
+		ex->elem = v->elem;
+		ex->size = a->size;
+		ex->rank = a->rank;
+		ex->nsteps = ex->v->nsteps;
+		ex->bufs[WT_SCHED_BUF_SCRATCH] = ex->scratch;
 	}
-	ex = exec_alloc(p, keep, v->nsteps, v->scratch);
-	if (!ex)
-		goto nomem;
-	if (!keep)
-		wt_sched_plan_ref(p);
-	ex->plan = p;
-	ex->v = v;
 	ex->net = *net;
 	ex->tag_base = tag_base;
 	ex->bufs[WT_SCHED_BUF_RECV] = recvbuf;
@@ -1466,16 +1413,9 @@ static weft_status_t exec_start(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
 	 * block of RECV; reduce_scatter: RECV is the rank's block of SEND), and plans never
 	 * write SEND. */
 	ex->bufs[WT_SCHED_BUF_SEND] = (uint8_t *)(uintptr_t)sendbuf;
-	ex->dtype = a->dtype;
-	ex->wire_op = a->op == WEFT_AVG ? WEFT_SUM : a->op;
-	ex->elem = v->elem;
-	ex->size = a->size;
-	ex->rank = a->rank;
-	ex->nsteps = ex->v->nsteps;
 	ex->status = WEFT_INPROGRESS;
 	ex->done = done;
 	ex->done_arg = arg;
-	ex->bufs[WT_SCHED_BUF_SCRATCH] = ex->scratch;
 	if (v->uses_slots) {
 		st = exec_bind_slots(ex, net, a);
 		if (st) {
@@ -1484,7 +1424,6 @@ static weft_status_t exec_start(wt_sched_exec_keep_t *keep, wt_sched_plan_t *p,
 		}
 	}
 	ex->in_order = v->in_order;
-run:
 	if (!ex->in_order) {
 		memcpy(ex->pending, ex->v->pending0, ex->nsteps * sizeof(*ex->pending));
 		memcpy(ex->ready, ex->v->sources, ex->v->nsources * sizeof(*ex->ready));
