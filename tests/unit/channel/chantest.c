@@ -19,6 +19,20 @@
 
 static int job_counter;
 
+void ct_on_done(void *arg, weft_status_t st, size_t bytes, const char *msg)
+{
+	ct_done_t *d = arg;
+
+	d->fired++;
+	d->st = st;
+	d->bytes = bytes;
+	snprintf(d->msg, sizeof(d->msg), "%s", msg != NULL ? msg : "");
+	if (st != WEFT_OK)
+		assert_non_null(msg);
+	else
+		assert_null(msg);
+}
+
 /* As the API does: the fault injector under WEFT_FAULT, then the reliability layer on
  * whatever is not reliable. */
 static void stack_up(ct_fab_t *f, int r, const ct_opts_t *o)

@@ -66,4 +66,14 @@ void ct_pump_until(ct_fab_t *f, const int *count, int target);
 		return cmocka_run_group_tests_name(title " over shm", shm_tests, NULL, NULL);      \
 	}
 
+/* What an op's completion reported: ct_on_done is its callback (arg: a ct_done_t), and
+ * checks that msg is NULL exactly on success. */
+typedef struct {
+	int fired;
+	weft_status_t st;
+	size_t bytes;
+	char msg[256];
+} ct_done_t;
+void ct_on_done(void *arg, weft_status_t st, size_t bytes, const char *msg);
+
 #endif

@@ -20,27 +20,6 @@
 #define MIB (1024 * 1024)
 #define WAIT_S 90.0
 
-typedef struct {
-	int fired;
-	weft_status_t st;
-	size_t bytes;
-	char msg[256];
-} done_t;
-
-static void on_done(void *arg, weft_status_t st, size_t bytes, const char *msg)
-{
-	done_t *d = arg;
-
-	d->fired++;
-	d->st = st;
-	d->bytes = bytes;
-	snprintf(d->msg, sizeof(d->msg), "%s", msg != NULL ? msg : "");
-	if (st != WEFT_OK)
-		assert_non_null(msg);
-	else
-		assert_null(msg);
-}
-
 static void fab_open(ct_fab_t *f, const char *driver, size_t eager_limit)
 {
 	const ct_opts_t o = {.job_prefix = "chant",
@@ -94,20 +73,20 @@ static void check(const uint8_t *p, size_t n, unsigned seed)
 	free(want);
 }
 
-static void post_send1(ct_fab_t *f, int from, uint64_t tag, const void *buf, size_t len, done_t *d,
-		       wt_chan_op_t **op)
+static void post_send1(ct_fab_t *f, int from, uint64_t tag, const void *buf, size_t len,
+		       ct_done_t *d, wt_chan_op_t **op)
 {
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 
-	assert_int_equal(wt_chan_post_send(f->ch[from], 1 - from, tag, &iov, 1, on_done, d, op),
+	assert_int_equal(wt_chan_post_send(f->ch[from], 1 - from, tag, &iov, 1, ct_on_done, d, op),
 			 WEFT_OK);
 }
 
 static void post_recv1(ct_fab_t *f, int at, uint64_t tag, void *buf, size_t len,
-		       const wt_chan_reduce_t *red, done_t *d, wt_chan_op_t **op)
+		       const wt_chan_reduce_t *red, ct_done_t *d, wt_chan_op_t **op)
 {
-	assert_int_equal(wt_chan_post_recv(f->ch[at], 1 - at, tag, buf, len, red, on_done, d, op),
-			 WEFT_OK);
+	assert_int_equal(
+	    wt_chan_post_recv(f->ch[at], 1 - at, tag, buf, len, red, ct_on_done, d, op), WEFT_OK);
 }
 
 /* One message from -> to of len bytes; recv posted first (expected) or after the send
@@ -117,7 +96,7 @@ static void exchange_ex(ct_fab_t *f, int from, size_t len, int unexpected, unsig
 			int stream)
 {
 	uint8_t *src = malloc(len + 1), *base = malloc(len + 4), *dst = base + (stream ? 3 : 0);
-	done_t ds = {0}, dr = {0};
+	ct_done_t ds = {0}, dr = {0};
 	uint64_t tag = 0xabc0000000000000ull | seed;
 	wt_chan_reduce_t streamed = {.stream = 1};
 	const wt_chan_reduce_t *red = stream ? &streamed : NULL;
@@ -197,7 +176,7 @@ static void test_iov_pieces(void **state)
 	ct_fab_t f;
 	size_t len = 3 * MIB + 123;
 	uint8_t *src = malloc(len), *dst = malloc(len);
-	done_t ds = {0}, dr = {0}, es = {0}, er = {0};
+	ct_done_t ds = {0}, dr = {0}, es = {0}, er = {0};
 	uint8_t edst[1000];
 	struct iovec iov[11];
 	size_t off = 0;
@@ -212,7 +191,7 @@ static void test_iov_pieces(void **state)
 	}
 	fab_open(&f, *state, EAGER);
 	post_recv1(&f, 1, 5, dst, len, NULL, &dr, NULL);
-	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 5, iov, 11, on_done, &ds, NULL), WEFT_OK);
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 5, iov, 11, ct_on_done, &ds, NULL), WEFT_OK);
 	/* an eager message in 10 small pieces (more than fit in one frame's iov) */
 	struct iovec small[10];
 
@@ -221,7 +200,8 @@ static void test_iov_pieces(void **state)
 		small[i].iov_len = 100;
 	}
 	post_recv1(&f, 1, 6, edst, sizeof(edst), NULL, &er, NULL);
-	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 6, small, 10, on_done, &es, NULL), WEFT_OK);
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 6, small, 10, ct_on_done, &es, NULL),
+			 WEFT_OK);
 	ct_pump_until(&f, &dr.fired, 1);
 	ct_pump_until(&f, &ds.fired, 1);
 	ct_pump_until(&f, &er.fired, 1);
@@ -244,7 +224,7 @@ static void test_ordering(void **state)
 	enum { N = 12 };
 	size_t len[N];
 	uint8_t *src[N], *dst[N];
-	done_t ds[N] = {0}, dr[N] = {0};
+	ct_done_t ds[N] = {0}, dr[N] = {0};
 	int sends = 0, recvs = 0;
 
 	fab_open(&f, *state, EAGER);
@@ -293,7 +273,7 @@ static void test_tags_out_of_order(void **state)
 	static const size_t len[N] = {10, EAGER + 100, 0, 2 * MIB, 4000, 700000};
 	static const int order[N] = {3, 5, 0, 4, 1, 2};
 	uint8_t *src[N], *dst[N];
-	done_t ds[N] = {0}, dr[N] = {0};
+	ct_done_t ds[N] = {0}, dr[N] = {0};
 
 	fab_open(&f, *state, EAGER);
 	for (int i = 0; i < N; i++) {
@@ -336,7 +316,7 @@ static void reduce_one(ct_fab_t *f, size_t count, int fl, int unexpected, int fr
 	int32_t *si = malloc(len + 4), *di = malloc(len + 4), *wi = malloc(len + 4);
 	int32_t *li = malloc(len + 4);
 	float *sf = (float *)si, *df = (float *)di, *wf = (float *)wi;
-	done_t ds = {0}, dr = {0};
+	ct_done_t ds = {0}, dr = {0};
 	wt_chan_reduce_t red = {
 	    .enabled = 1, .dtype = fl ? WEFT_FLOAT32 : WEFT_INT32, .op = fl ? WEFT_MAX : WEFT_SUM};
 	uint64_t tag = 77 + count + 1000000u * (unsigned)from_left;
@@ -398,7 +378,7 @@ static void test_reduce(void **state)
 static void mismatch_one(ct_fab_t *f, size_t slen, size_t rlen, int reduce, int unexpected)
 {
 	uint8_t *src = calloc(1, slen + 1), *dst = calloc(1, rlen + 1);
-	done_t ds = {0}, dr = {0};
+	ct_done_t ds = {0}, dr = {0};
 	wt_chan_reduce_t red = {.enabled = 1, .dtype = WEFT_INT32, .op = WEFT_SUM};
 	char want[256];
 
@@ -442,7 +422,7 @@ static void test_mismatch(void **state)
 	}
 	/* shorter than the receive is fine */
 	uint8_t src[50], dst[80];
-	done_t ds = {0}, dr = {0};
+	ct_done_t ds = {0}, dr = {0};
 
 	fill(src, sizeof(src), 3);
 	post_recv1(&f, 1, 10, dst, sizeof(dst), NULL, &dr, NULL);
@@ -460,7 +440,7 @@ static void test_cancel_recv(void **state)
 {
 	ct_fab_t f;
 	uint8_t *src = malloc(2 * MIB), *dst = malloc(2 * MIB), *junk = malloc(2 * MIB);
-	done_t dc = {0}, ds = {0}, dr = {0};
+	ct_done_t dc = {0}, ds = {0}, dr = {0};
 	wt_chan_op_t *op = NULL;
 
 	fab_open(&f, *state, EAGER);
@@ -508,7 +488,7 @@ static void test_cancel_recv(void **state)
 	memset(&ds, 0, sizeof(ds));
 	memset(&dc, 0, sizeof(dc));
 	post_recv1(&f, 1, 8, bjunk, big, NULL, &dc, &op);
-	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 8, biov, 2, on_done, &ds, NULL), WEFT_OK);
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 8, biov, 2, ct_on_done, &ds, NULL), WEFT_OK);
 	for (int i = 0; i < 3; i++) {
 		wt_chan_progress(f.ch[0]);
 		wt_chan_progress(f.ch[1]);
@@ -524,7 +504,7 @@ static void test_cancel_recv(void **state)
 	while (!ds.fired && !wt_util_deadline_passed(dl))
 		ct_pump_once(&f, 3);
 	if (!ds.fired && f.lossy) {
-		done_t dd = {0};
+		ct_done_t dd = {0};
 
 		memset(bjunk, 0, big);
 		post_recv1(&f, 1, 8, bjunk, big, NULL, &dd, NULL);
@@ -554,14 +534,14 @@ static void test_cancel_send(void **state)
 {
 	ct_fab_t f;
 	uint8_t *src = malloc(MIB), *dst = malloc(MIB);
-	done_t ds = {0}, dr = {0};
+	ct_done_t ds = {0}, dr = {0};
 	wt_chan_op_t *op = NULL;
 	struct iovec iov[2] = {{src, MIB / 2}, {src + MIB / 2, MIB / 2}};
 
 	fab_open(&f, *state, EAGER);
 	fill(src, MIB, 21);
 	/* two pieces: the receiver must ask for the data, and gets ABORT instead */
-	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 2, iov, 2, on_done, &ds, &op), WEFT_OK);
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 2, iov, 2, ct_on_done, &ds, &op), WEFT_OK);
 	pump_rounds(&f, 20);
 	wt_chan_cancel(f.ch[0], op);
 	post_recv1(&f, 1, 2, dst, MIB, NULL, &dr, NULL);
@@ -589,7 +569,7 @@ static void test_cancel_send(void **state)
 	memset(&ds, 0, sizeof(ds));
 	memset(&dr, 0, sizeof(dr));
 	post_recv1(&f, 1, 4, bdst, big, NULL, &dr, NULL);
-	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 4, biov, 2, on_done, &ds, &op), WEFT_OK);
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 4, biov, 2, ct_on_done, &ds, &op), WEFT_OK);
 	for (int i = 0; i < 3; i++) {
 		wt_chan_progress(f.ch[1]);
 		wt_chan_progress(f.ch[0]);
@@ -620,7 +600,7 @@ static void test_fail_peer(void **state)
 {
 	ct_fab_t f;
 	uint8_t *buf = malloc(MIB), *rbuf = malloc(MIB);
-	done_t d[4] = {0}, late = {0};
+	ct_done_t d[4] = {0}, late = {0};
 
 	fab_open(&f, *state, EAGER);
 	fill(buf, MIB, 1);
@@ -648,8 +628,8 @@ static void test_fail_peer(void **state)
 
 	/* failure with frames still queued (the peer never ran) and unexpected messages */
 	enum { NQ = 3000 };
-	done_t *dq = calloc(NQ, sizeof(done_t));
-	done_t du = {0};
+	ct_done_t *dq = calloc(NQ, sizeof(ct_done_t));
+	ct_done_t du = {0};
 
 	fab_open(&f, *state, EAGER);
 	post_send1(&f, 1, 77, buf, 100, &du, NULL);
@@ -688,7 +668,7 @@ static void test_peer_lost(void **state)
 {
 	ct_fab_t f;
 	uint8_t rb[64];
-	done_t d = {0}, late = {0};
+	ct_done_t d = {0}, late = {0};
 
 	fab_open(&f, *state, EAGER);
 	if (!f.reliable_driver) {
@@ -732,24 +712,24 @@ static void test_bad_args(void **state)
 	wt_chan_reduce_t stream_red = {
 	    .enabled = 1, .stream = 1, .dtype = WEFT_INT32, .op = WEFT_SUM};
 	wt_chan_reduce_t left_copy = {.left = b + 8};
-	done_t d = {0};
+	ct_done_t d = {0};
 
 	fab_open(&f, *state, EAGER);
-	assert_int_equal(wt_chan_post_recv(f.ch[0], 2, 1, b, 4, NULL, on_done, &d, NULL),
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 2, 1, b, 4, NULL, ct_on_done, &d, NULL),
 			 WEFT_ERR_INVALID_ARG);
-	assert_int_equal(wt_chan_post_recv(f.ch[0], 0, 1, b, 4, NULL, on_done, &d, NULL),
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 0, 1, b, 4, NULL, ct_on_done, &d, NULL),
 			 WEFT_ERR_INVALID_ARG); /* no link to self */
-	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 6, &red, on_done, &d, NULL),
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 6, &red, ct_on_done, &d, NULL),
 			 WEFT_ERR_INVALID_ARG);
-	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 8, &avg, on_done, &d, NULL),
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 8, &avg, ct_on_done, &d, NULL),
 			 WEFT_ERR_INVALID_ARG);
-	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 8, &stream_red, on_done, &d, NULL),
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 8, &stream_red, ct_on_done, &d, NULL),
 			 WEFT_ERR_INVALID_ARG);
-	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 8, &left_copy, on_done, &d, NULL),
+	assert_int_equal(wt_chan_post_recv(f.ch[0], 1, 1, b, 8, &left_copy, ct_on_done, &d, NULL),
 			 WEFT_ERR_INVALID_ARG);
-	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 1, &iov, 1, on_done, &d, NULL),
+	assert_int_equal(wt_chan_post_send(f.ch[0], 1, 1, &iov, 1, ct_on_done, &d, NULL),
 			 WEFT_ERR_INVALID_ARG);
-	assert_int_equal(wt_chan_post_send(f.ch[0], -1, 1, &iov, 0, on_done, &d, NULL),
+	assert_int_equal(wt_chan_post_send(f.ch[0], -1, 1, &iov, 0, ct_on_done, &d, NULL),
 			 WEFT_ERR_INVALID_ARG);
 	assert_int_equal(wt_chan_outstanding(f.ch[0]), 0);
 	pump_rounds(&f, 5);
@@ -763,7 +743,7 @@ static void test_bad_frame(void **state)
 	ct_fab_t f;
 	uint8_t junk[WT_CHAN_HDR_LEN + 16];
 	uint8_t rb[32];
-	done_t d = {0};
+	ct_done_t d = {0};
 
 	fab_open(&f, *state, EAGER);
 	exchange(&f, 1, 100, 0, 1); /* the connection is up */
@@ -796,7 +776,7 @@ static void test_many(void **state)
 	enum { N = 160 };
 	uint8_t *src[2][N], *dst[2][N];
 	size_t len[2][N];
-	done_t ds[2][N], dr[2][N];
+	ct_done_t ds[2][N], dr[2][N];
 	int perm[N];
 	uint32_t rnd = 12345;
 
@@ -868,7 +848,8 @@ static void test_backpressure(void **state)
 	size_t rlen = 4 * MIB;
 	uint8_t *esrc = malloc((size_t)NE * EAGER), *edst = malloc((size_t)NE * EAGER);
 	uint8_t *rsrc = malloc(NR * rlen), *rdst = malloc(NR * rlen);
-	done_t *ds = calloc(NE + NR, sizeof(done_t)), *dr = calloc(NE + NR, sizeof(done_t));
+	ct_done_t *ds = calloc(NE + NR, sizeof(ct_done_t)),
+		  *dr = calloc(NE + NR, sizeof(ct_done_t));
 	int sent = 0, recvd = 0;
 
 	fab_open(&f, *state, EAGER);
@@ -918,9 +899,9 @@ static void test_backpressure(void **state)
 typedef struct {
 	ct_fab_t *f;
 	wt_chan_op_t *victim;
-	done_t *victim_done;
+	ct_done_t *victim_done;
 	uint8_t *buf;
-	done_t chained;
+	ct_done_t chained;
 	int fired;
 } chain_t;
 
@@ -940,7 +921,7 @@ static void test_callback_reentry(void **state)
 {
 	ct_fab_t f;
 	uint8_t a[100], ra[100], b[5000], back[5000], vbuf[10];
-	done_t vdone = {0}, ds = {0}, dback = {0};
+	ct_done_t vdone = {0}, ds = {0}, dback = {0};
 	chain_t c = {.f = &f, .victim_done = &vdone, .buf = b};
 
 	fab_open(&f, *state, EAGER);
@@ -971,7 +952,7 @@ static void send_copy_one(ct_fab_t *f, size_t len, int npieces, unsigned flags, 
 	uint8_t *copy = base + 5; /* off a line: the streaming copy takes any alignment */
 	struct iovec iov[12];
 	size_t off = 0;
-	done_t ds = {0}, dr = {0};
+	ct_done_t ds = {0}, dr = {0};
 
 	assert_non_null(src);
 	assert_non_null(dst);
@@ -988,7 +969,7 @@ static void send_copy_one(ct_fab_t *f, size_t len, int npieces, unsigned flags, 
 	}
 	post_recv1(f, 1, 40 + seed, dst, len, NULL, &dr, NULL);
 	assert_int_equal(wt_chan_post_send_copy(f->ch[0], 1, 40 + seed, iov, npieces, copy, flags,
-						on_done, &ds, NULL),
+						ct_on_done, &ds, NULL),
 			 WEFT_OK);
 	ct_pump_until(f, &dr.fired, 1);
 	ct_pump_until(f, &ds.fired, 1);
@@ -1038,7 +1019,7 @@ static uint64_t one_message_wire(ct_fab_t *f, size_t len, const wt_chan_reduce_t
 	uint8_t *src = malloc(len), *dst = malloc(len);
 	struct iovec iov;
 	wt_link_stats_t before, after;
-	done_t ds = {0}, dr = {0};
+	ct_done_t ds = {0}, dr = {0};
 	int sums = red != NULL && red->enabled;
 
 	assert_non_null(src);
@@ -1056,7 +1037,7 @@ static uint64_t one_message_wire(ct_fab_t *f, size_t len, const wt_chan_reduce_t
 	iov.iov_base = src;
 	iov.iov_len = len;
 	post_recv1(f, 1, 70 + seed, dst, len, red, &dr, NULL);
-	assert_int_equal(wt_chan_post_send(f->ch[0], 1, 70 + seed, &iov, 1, on_done, &ds, NULL),
+	assert_int_equal(wt_chan_post_send(f->ch[0], 1, 70 + seed, &iov, 1, ct_on_done, &ds, NULL),
 			 WEFT_OK);
 	ct_pump_until(f, &dr.fired, 1);
 	ct_pump_until(f, &ds.fired, 1);

@@ -23,21 +23,6 @@
 
 #define MIB (1024 * 1024)
 
-typedef struct {
-	int fired;
-	weft_status_t st;
-} done_t;
-
-static void on_done(void *arg, weft_status_t st, size_t bytes, const char *msg)
-{
-	done_t *d = arg;
-
-	(void)bytes;
-	(void)msg;
-	d->fired++;
-	d->st = st;
-}
-
 /* 0 once process_vm_readv fails with EPERM here; -1 where no filter can be installed. */
 static int refuse_cma(void)
 {
@@ -88,7 +73,7 @@ static void test_get_refused(void **state)
 	for (unsigned m = 0; m < 3; m++) {
 		struct iovec iov = {src, len};
 		wt_link_stats_t before, after;
-		done_t ds = {0}, dr = {0};
+		ct_done_t ds = {0}, dr = {0};
 
 		for (size_t i = 0; i < len; i++)
 			src[i] = (uint8_t)(i * 7 + m);
@@ -97,10 +82,10 @@ static void test_get_refused(void **state)
 		memset(&after, 0, sizeof(after));
 		wt_link_ops(f.link[0])->stats(f.link[0], 1, &before);
 		assert_int_equal(
-		    wt_chan_post_recv(f.ch[1], 0, 90 + m, dst, len, NULL, on_done, &dr, NULL),
+		    wt_chan_post_recv(f.ch[1], 0, 90 + m, dst, len, NULL, ct_on_done, &dr, NULL),
 		    WEFT_OK);
-		assert_int_equal(wt_chan_post_send(f.ch[0], 1, 90 + m, &iov, 1, on_done, &ds, NULL),
-				 WEFT_OK);
+		assert_int_equal(
+		    wt_chan_post_send(f.ch[0], 1, 90 + m, &iov, 1, ct_on_done, &ds, NULL), WEFT_OK);
 		ct_pump_until(&f, &dr.fired, 1);
 		ct_pump_until(&f, &ds.fired, 1);
 		assert_int_equal(dr.st, WEFT_OK);
