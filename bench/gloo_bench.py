@@ -3,7 +3,8 @@
 # allreduce, allgather, reduce_scatter, broadcast and alltoall as weft-perf does (warm-up,
 # barrier, iterations back to back, max over ranks of the average) and checks every element.
 # Started once per rank with RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1 and MASTER_PORT set.
-"""usage: gloo_bench.py [-b MIN] [-e MAX] [-f FACTOR] [-s LIMIT:ITERS:WARMUP,...] COLL..."""
+"""usage: gloo_bench.py [-b MIN] [-e MAX] [-f FACTOR] [-s LIMIT:ITERS:WARMUP,...] [-T SECONDS]
+COLL..."""
 import argparse
 import sys
 import time
@@ -36,6 +37,51 @@ def band_for(bs, nbytes):
         if lim == 0 or nbytes <= lim:
             return it, wu
     return bs[-1][1], bs[-1][2]
+
+
+def seconds(s):
+    v = float(s)
+    if not 0 <= v <= 1e9:  # also refuses nan and inf
+        raise ValueError(s)
+    return v
+
+
+def max_over_ranks(t):
+    x = torch.tensor([t], dtype=torch.float64)
+    dist.all_reduce(x, op=dist.ReduceOp.MAX)
+    return float(x)
+
+
+# The budget never cuts below these (nor raises a band's own count), as weft-perf's -T.
+BUDGET_LEAST_ITERS = 20
+BUDGET_LEAST_WARMUP = 5
+
+
+def budget_count(cap, least, share, per_call):
+    """min(cap, max(least, floor(share / per_call))), least itself at most cap."""
+    least = max(1, min(least, cap))
+    k = share / per_call if per_call > 0 else cap
+    return cap if k >= cap else max(least, int(k))
+
+
+def warm_up(case, budget, iters, warmup):
+    """weft-perf's -T rule: one warm-up call timed, a fifth of the budget sets the warm-ups
+    (that call among them), the time per call of those after it (or of it alone) sets the
+    timed calls; times are the slowest rank's, so every rank runs the same counts. Returns
+    the counts that ran and will run; without -T, the band's."""
+    if budget <= 0:
+        for _ in range(warmup):
+            case.post()
+        return iters, warmup
+    t0 = time.perf_counter()
+    case.post()
+    t1 = time.perf_counter() - t0
+    warmup = max(1, budget_count(warmup, BUDGET_LEAST_WARMUP, 0.2 * budget, max_over_ranks(t1)))
+    t0 = time.perf_counter()
+    for _ in range(warmup - 1):
+        case.post()
+    tw = (time.perf_counter() - t0) / (warmup - 1) if warmup > 1 else t1
+    return budget_count(iters, BUDGET_LEAST_ITERS, budget, max_over_ranks(tw)), warmup
 
 
 def gen(op_sum, n, rank, idx):
@@ -87,7 +133,8 @@ class Case:
     def post(self):
         if self.coll == "allreduce":
             # In place, as torch offers it: the timed calls keep summing the buffer (values
-            # only scale by n), and check() runs one more call from the original input.
+            # only scale by n, to inf after a few hundred calls, which adds no faster or
+            # slower), and check() runs one more call from the original input.
             dist.all_reduce(self.recv)
         elif self.coll == "allgather":
             # all_gather_into_tensor is not in the gloo process group; the list form writes
@@ -116,7 +163,7 @@ def supported(coll, n):
         return str(e).splitlines()[0]
 
 
-def one(coll, rank, n, nominal, bs):
+def one(coll, rank, n, nominal, bs, budget):
     case = Case(coll, rank, n, nominal)
     if case.count == 0:
         # gloo's allgather dies with SIGFPE on empty tensors; skip every empty size.
@@ -124,19 +171,17 @@ def one(coll, rank, n, nominal, bs):
             print("SKIP %s %d %d empty buffers" % (coll, n, case.nbytes), flush=True)
         return 0
     iters, warmup = band_for(bs, nominal)  # by the -b/-e sequence, as weft-perf's runs
-    for _ in range(warmup):
-        case.post()
+    iters, warmup = warm_up(case, budget, iters, warmup)
     dist.barrier()
     t0 = time.perf_counter()
     for _ in range(iters):
         case.post()
-    avg = torch.tensor([(time.perf_counter() - t0) / iters], dtype=torch.float64)
-    dist.all_reduce(avg, op=dist.ReduceOp.MAX)
+    avg = max_over_ranks((time.perf_counter() - t0) / iters)
     wrong = torch.tensor([case.wrong()], dtype=torch.int64)
     dist.all_reduce(wrong)
     if rank == 0:
         print("ROW %s %d %d %d %.3f %d %d" % (coll, n, case.nbytes, case.count,
-                                             float(avg) * 1e6, int(wrong), iters), flush=True)
+                                             avg * 1e6, int(wrong), iters), flush=True)
     return 1 if int(wrong) else 0
 
 
@@ -146,6 +191,8 @@ def main():
     p.add_argument("-e", type=size, default=64 << 20)
     p.add_argument("-f", type=int, default=2)
     p.add_argument("-s", type=bands, default=bands("262144:20:5,4194304:10:2,0:4:1"))
+    p.add_argument("-T", type=seconds, default=0.0,
+                   help="about SECONDS per size, weft-perf's -T rule (default 0: off)")
     p.add_argument("colls", nargs="+", choices=COLLS)
     a = p.parse_args()
     if a.f < 2 or a.b < 1 or a.b > a.e:
@@ -166,7 +213,7 @@ def main():
             continue
         sz = a.b
         while sz <= a.e:
-            ret |= one(coll, rank, n, sz, a.s)
+            ret |= one(coll, rank, n, sz, a.s, a.T)
             sz *= a.f
     dist.barrier()
     dist.destroy_process_group()

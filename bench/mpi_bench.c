@@ -1,6 +1,6 @@
 /* bench/ (outside the library): the MPI side of bench/compare. Times allreduce, allgather,
  * reduce_scatter, broadcast and alltoall exactly as weft-perf does and checks every element.
- * mpirun -n 2 mpi_bench [-b 8] [-e 64M] [-f 2] [-s LIMIT:ITERS:WARMUP,...] COLL... */
+ * mpirun -n 2 mpi_bench [-b 8] [-e 64M] [-f 2] [-s LIMIT:ITERS:WARMUP,...] [-T S] COLL... */
 #include <errno.h>
 #include <getopt.h>
 #include <mpi.h>
@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../tools/weft-perf/budget.h"
 
 enum coll { ALLREDUCE, ALLGATHER, REDUCE_SCATTER, BROADCAST, ALLTOALL, NCOLL };
 
@@ -29,6 +31,7 @@ struct opts {
 	size_t factor;
 	struct band bands[MAX_BANDS];
 	int nbands;
+	double budget; /* -T: seconds per size, as weft-perf's -T; 0: off */
 	bool colls[NCOLL];
 };
 
@@ -129,13 +132,27 @@ static const struct band *band_for(const struct opts *o, size_t bytes)
 	return &o->bands[o->nbands - 1];
 }
 
+/* -T: a finite number of seconds >= 0. */
+static bool parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= 0 && v <= 1e9))
+		return false;
+	*out = v;
+	return true;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	int c;
 
 	*o = (struct opts){.min_bytes = 8, .max_bytes = 64u << 20, .factor = 2};
 	parse_bands("262144:20:5,4194304:10:2,0:4:1", o);
-	while ((c = getopt(argc, argv, "b:e:f:s:")) != -1) {
+	while ((c = getopt(argc, argv, "b:e:f:s:T:")) != -1) {
 		size_t v;
 
 		switch (c) {
@@ -154,6 +171,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 's':
 			if (!parse_bands(optarg, o))
+				return -1;
+			break;
+		case 'T':
+			if (!parse_seconds(optarg, &o->budget))
 				return -1;
 			break;
 		default:
@@ -245,14 +266,51 @@ static long long count_wrong(const struct run *r)
 	return wrong;
 }
 
+static void post_n(const struct run *r, int calls)
+{
+	for (int i = 0; i < calls; i++)
+		post(r);
+}
+
+static double max_over_ranks(double v)
+{
+	double max = v;
+
+	MPI_Allreduce(&v, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	return max;
+}
+
+/* weft-perf's -T rule: one warm-up call timed, a fifth of the budget sets the warm-ups (that
+ * call among them), the time per call of those after it (or of it alone) sets the timed
+ * calls; times are the slowest rank's, so every rank runs the same counts. Without -T, the
+ * band's counts. */
+static void warm_up(const struct run *r, double budget, int *warmup, int *iters)
+{
+	double t0 = MPI_Wtime(), t1, tw;
+
+	if (budget <= 0) {
+		post_n(r, *warmup);
+		return;
+	}
+	post(r);
+	t1 = MPI_Wtime() - t0;
+	*warmup = budget_count(*warmup, BUDGET_LEAST_WARMUP, 0.2 * budget, max_over_ranks(t1));
+	if (*warmup < 1)
+		*warmup = 1;
+	t0 = MPI_Wtime();
+	post_n(r, *warmup - 1);
+	tw = *warmup > 1 ? (MPI_Wtime() - t0) / (*warmup - 1) : t1;
+	*iters = budget_count(*iters, BUDGET_LEAST_ITERS, budget, max_over_ranks(tw));
+}
+
 static int one(const struct opts *o, enum coll c, int rank, int n, size_t nominal)
 {
 	struct run r = {.c = c, .rank = rank, .n = n};
 	size_t bytes = shape(&r, nominal);
 	const struct band *b = band_for(o, nominal);
-	double t0, avg, maxavg = 0;
+	double t0, avg;
 	long long wrong, total = 0;
-	int ok, all = 0;
+	int ok, all = 0, warmup = b->warmup, iters = b->iters;
 
 	ok = fill(&r) == 0;
 	MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -260,19 +318,16 @@ static int one(const struct opts *o, enum coll c, int rank, int n, size_t nomina
 		fprintf(stderr, "mpi_bench: rank %d: out of memory at %zu bytes\n", rank, bytes);
 		return -1;
 	}
-	for (int i = 0; i < b->warmup; i++)
-		post(&r);
+	warm_up(&r, o->budget, &warmup, &iters);
 	MPI_Barrier(MPI_COMM_WORLD);
 	t0 = MPI_Wtime();
-	for (int i = 0; i < b->iters; i++)
-		post(&r);
-	avg = (MPI_Wtime() - t0) / b->iters;
-	MPI_Allreduce(&avg, &maxavg, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	post_n(&r, iters);
+	avg = max_over_ranks((MPI_Wtime() - t0) / iters);
 	wrong = count_wrong(&r);
 	MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
 	if (rank == 0) {
 		printf("ROW %s %d %zu %zu %.3f %lld %d\n", coll_names[c], n, bytes, r.count,
-		       maxavg * 1e6, total, b->iters);
+		       avg * 1e6, total, iters);
 		fflush(stdout);
 	}
 	free(r.send);
@@ -294,8 +349,9 @@ int main(int argc, char **argv)
 		if (rank == 0)
 			fprintf(stderr,
 				"usage: %s [-b MIN] [-e MAX] [-f FACTOR] "
-				"[-s LIMIT:ITERS:WARMUP,...] COLL...\n"
-				"COLL: allreduce allgather reduce_scatter broadcast alltoall\n",
+				"[-s LIMIT:ITERS:WARMUP,...] [-T SECONDS] COLL...\n"
+				"COLL: allreduce allgather reduce_scatter broadcast alltoall\n"
+				"-T: about SECONDS per size, weft-perf's -T rule (0 = off)\n",
 				argv[0]);
 		MPI_Finalize();
 		return 2;

@@ -2,6 +2,7 @@
  * on the public API: weftrun -n 4 weft-perf allreduce -b 8 -e 64M -f 2 -c 1 */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "perf.h"
+#include "budget.h"
 
 #define PERF_MAX_ASYNC 1024
 #define PERF_TAG 0x7e47
@@ -31,7 +33,8 @@ struct opts {
 	int nbands;
 	size_t band_limit[PERF_MAX_BANDS];
 	int band_iters[PERF_MAX_BANDS], band_warmup[PERF_MAX_BANDS];
-	bool reg; /* -R 1: buffers from weft_mem_alloc */
+	bool reg;      /* -R 1: buffers from weft_mem_alloc */
+	double budget; /* -T: seconds per size the counts above are cut to; 0: off */
 };
 
 /* One collective at one size: the buffers of every in-flight slot and how to post it. */
@@ -73,6 +76,11 @@ static void usage(FILE *f, const char *prog)
 	    "                         untimed ones, the first band that holds the size applies\n"
 	    "                         and the last one serves larger sizes (as bench/compare's\n"
 	    "                         MPI and gloo runs do, e.g. 256K:20:5,4M:10:2,0:4:1)\n"
+	    "  -T, --time-budget S    cut each size's calls to about S seconds (0 = off, the\n"
+	    "                         default): one warm-up call is timed, the warm-ups become\n"
+	    "                         min(W, max(5, 0.2 S / its time)), then the timed calls\n"
+	    "                         min(N, max(20, S / time per warm-up)), from the slowest\n"
+	    "                         rank's times (as bench/compare's MPI and gloo runs do)\n"
 	    "  -c, --check 0|1        check every element of every rank's result (default 1)\n"
 	    "  -d, --datatype T       float half bfloat16 double int8 uint8 int32 uint32 int64\n"
 	    "                         uint64 (also float32 float16 float64), or all (default "
@@ -154,6 +162,20 @@ static bool parse_int(const char *s, long lo, long hi, int *out)
 	return true;
 }
 
+/* Seconds: a finite number >= 0. */
+static bool parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < 0)
+		return false;
+	*out = v;
+	return true;
+}
+
 static bool parse_coll(const char *s, struct opts *o)
 {
 	if (strcmp(s, "all") == 0) {
@@ -180,6 +202,7 @@ static const struct option long_opts[] = {
     {"iters", required_argument, NULL, 'n'},
     {"warmup_iters", required_argument, NULL, 'w'},
     {"iters-by-size", required_argument, NULL, 'N'},
+    {"time-budget", required_argument, NULL, 'T'},
     {"check", required_argument, NULL, 'c'},
     {"datatype", required_argument, NULL, 'd'},
     {"op", required_argument, NULL, 'o'},
@@ -261,6 +284,10 @@ static int parse_opt(int c, const char *arg, const char *prog, struct opts *o)
 				 "bad --iters-by-size '%s' (LIMIT:ITERS:WARMUP,..., "
 				 "ITERS >= 1)",
 				 arg);
+	case 'T':
+		return parse_seconds(arg, &o->budget)
+			   ? -1
+			   : bad(prog, "bad -T time budget '%s' (seconds >= 0; 0 = off)", arg);
 	case 'a':
 		return parse_int(arg, 0, PERF_MAX_ASYNC, &o->async)
 			   ? -1
@@ -338,7 +365,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			   .check = true,
 			   .dtype = WEFT_FLOAT32,
 			   .op = WEFT_SUM};
-	while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:N:c:d:o:r:a:R:h", long_opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:N:T:c:d:o:r:a:R:h", long_opts, NULL)) !=
 	       -1) {
 		ret = parse_opt(c, optarg, prog, o);
 		if (ret >= 0)
@@ -624,9 +651,60 @@ static int agree(weft_comm_t *comm, int ok)
 	return all;
 }
 
+/* The largest v over the ranks, so that every rank derives the same counts from it. */
+static weft_status_t max_over_ranks(weft_comm_t *comm, double *v)
+{
+	double mine = *v;
+
+	return weft_allreduce(&mine, v, 1, WEFT_FLOAT64, WEFT_MAX, comm, NULL);
+}
+
+/* -T: one warm-up call is timed, a fifth of the budget sets the warm-ups (that call among
+ * them), the time per call of the warm-ups after it sets the timed calls (the first call
+ * of a size may pay for set-up; alone, it is its own measure). Both times are the slowest
+ * rank's, taken outside any timed region, so every rank runs the same counts. A band
+ * without warm-ups still ran the first call: it is reported. */
+static int warm_up_budget(struct run *r, double budget, struct perf_row *row)
+{
+	double t0 = now_s(), t1, tw;
+	weft_status_t st = run_iters(r, 1);
+
+	t1 = now_s() - t0;
+	tw = t1;
+	if (st != WEFT_OK)
+		return fail(r, st, "warm-up");
+	st = max_over_ranks(r->comm, &t1);
+	if (st != WEFT_OK)
+		return fail(r, st, "allreduce of the first warm-up's time");
+	row->warmup = budget_count(row->warmup, BUDGET_LEAST_WARMUP, 0.2 * budget, t1);
+	if (row->warmup < 1)
+		row->warmup = 1;
+	t0 = now_s();
+	st = run_iters(r, row->warmup - 1);
+	if (row->warmup > 1)
+		tw = (now_s() - t0) / (row->warmup - 1);
+	if (st != WEFT_OK)
+		return fail(r, st, "warm-up");
+	st = max_over_ranks(r->comm, &tw);
+	if (st != WEFT_OK)
+		return fail(r, st, "allreduce of the warm-ups' time");
+	row->iters = budget_count(row->iters, BUDGET_LEAST_ITERS, budget, tw);
+	return 0;
+}
+
+static int warm_up(struct run *r, const struct opts *o, struct perf_row *row)
+{
+	weft_status_t st;
+
+	if (o->budget > 0)
+		return warm_up_budget(r, o->budget, row);
+	st = run_iters(r, row->warmup);
+	return st == WEFT_OK ? 0 : fail(r, st, "warm-up");
+}
+
 static int measure(struct run *r, const struct opts *o, struct perf_row *row)
 {
-	double t0, avg, maxavg = 0;
+	double t0, avg;
 	long long wrong = 0, total = 0;
 	weft_status_t st;
 	int ok = fill_bufs(r) == 0;
@@ -636,9 +714,8 @@ static int measure(struct run *r, const struct opts *o, struct perf_row *row)
 			perf_coll_name(r->coll), row->bytes);
 	if (!agree(r->comm, ok))
 		return -1;
-	st = run_iters(r, row->warmup);
-	if (st != WEFT_OK)
-		return fail(r, st, "warm-up");
+	if (warm_up(r, o, row) != 0)
+		return -1;
 	st = weft_barrier(r->comm, NULL);
 	if (st != WEFT_OK)
 		return fail(r, st, "barrier before");
@@ -647,11 +724,11 @@ static int measure(struct run *r, const struct opts *o, struct perf_row *row)
 	avg = (now_s() - t0) / row->iters;
 	if (st != WEFT_OK)
 		return fail(r, st, "timed run");
-	st = weft_allreduce(&avg, &maxavg, 1, WEFT_FLOAT64, WEFT_MAX, r->comm, NULL);
+	st = max_over_ranks(r->comm, &avg);
 	if (st != WEFT_OK)
 		return fail(r, st, "allreduce of times after");
-	row->time_us = maxavg * 1e6;
-	row->algbw = maxavg > 0 ? (double)row->bytes / maxavg / 1e9 : 0;
+	row->time_us = avg * 1e6;
+	row->algbw = avg > 0 ? (double)row->bytes / avg / 1e9 : 0;
 	row->busbw = row->algbw * perf_coll_bus_factor(r->coll, r->n);
 	row->wrong = -1;
 	if (!o->check)
@@ -836,7 +913,8 @@ static void fill_meta(struct perf_meta *m, int n, const struct opts *o, int argc
 				.nbands = o->nbands,
 				.band_limit = o->band_limit,
 				.band_iters = o->band_iters,
-				.band_warmup = o->band_warmup};
+				.band_warmup = o->band_warmup,
+				.time_budget = o->budget};
 	gmtime_r(&now, &tm);
 	strftime(m->date, sizeof(m->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (gethostname(m->host, sizeof(m->host) - 1) != 0)
@@ -874,6 +952,8 @@ static void print_head(const struct sweep *s, const struct perf_meta *m)
 		if (perf_band_last(o->band_limit, o->nbands, i))
 			break;
 	}
+	if (o->budget > 0)
+		printf("# time budget per size: %g s (warm-ups within a fifth of it)\n", o->budget);
 }
 
 static long long print_tail(const struct sweep *s)

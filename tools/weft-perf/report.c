@@ -79,6 +79,11 @@ static void json_meta(FILE *f, const struct perf_meta *m)
 		if (last)
 			break;
 	}
+	/* -T: each row's iters and warmup_iters are what the budget left of its band */
+	if (m->time_budget > 0)
+		fprintf(f, ", \"time_budget_s\": %.15g", m->time_budget);
+	else
+		fprintf(f, ", \"time_budget_s\": null");
 	fprintf(f, "},\n");
 }
 

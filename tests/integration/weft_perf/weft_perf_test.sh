@@ -136,6 +136,7 @@ assert j["meta"]["iters_by_size"] == [
     {"max_bytes": 512, "iters": 7, "warmup_iters": 2},
     {"max_bytes": 8192, "iters": 4, "warmup_iters": 0},
     {"max_bytes": None, "iters": 3, "warmup_iters": 1}], j["meta"]["iters_by_size"]
+assert j["meta"]["time_budget_s"] is None, j["meta"]
 assert len(j["rows"]) == 14, len(j["rows"])
 for r in j["rows"]:
     # allgather's size is the whole buffer, as nominal: the band follows the sweep's size
@@ -147,17 +148,48 @@ for row, jr in zip(rows, j["rows"]):
 PY
 	check_files 14 2
 	;;
+time_budget_n2)
+	# -T: bands far too long for 0.01 s a size are cut, the same on both ranks (a count
+	# that differed would hang the run), blocking and with requests in flight.
+	for async in 0 4; do
+		run 2 allreduce allgather -b 8 -e 64K -f 16 -c 1 -a "$async" -N 0:100000:50 -T 0.01
+		check_table 8
+		grep -q '^# time budget per size: 0.01 s' "$out" || fail "the header lacks the budget"
+		python3 - "$dir" <<'PY' || fail "-T rows are wrong (-a $async)"
+import csv, json, sys
+d = sys.argv[1]
+j = json.load(open(d + "/r.json"))
+assert j["meta"]["time_budget_s"] == 0.01, j["meta"]
+assert len(j["rows"]) == 8, len(j["rows"])
+for r in j["rows"]:
+    # cut, but never below the floor of 20 timed calls after 5 warm-ups
+    assert 20 <= r["iters"] < 100000, r
+    assert 5 <= r["warmup_iters"] <= 50, r
+    assert r["wrong"] == 0, r
+with open(d + "/r.csv", newline="") as f:
+    rows = list(csv.DictReader(f))
+for row, jr in zip(rows, j["rows"]):
+    assert (int(row["iters"]), int(row["warmup_iters"])) == (jr["iters"], jr["warmup_iters"])
+PY
+	done
+	check_files 8 2
+	;;
 bad_args)
 	for args in "" "nosuchcoll" "allreduce -b" "allreduce -b 1X" "allreduce -e -5" \
 		"allreduce -f 0" "allreduce -f 1" "allreduce -n 0" "allreduce -c 2" \
 		"allreduce -d float8" "allreduce -o xor" "allreduce -a -1" "allreduce --bogus" \
 		"allreduce -b 2M -e 1M" "allreduce -N 1K" "allreduce -N 1K:0:1" \
-		"allreduce -N 1K:5" "allreduce -N 1K:5:-1" "allreduce -N 1X:5:1" "allreduce -N ,"; do
+		"allreduce -N 1K:5" "allreduce -N 1K:5:-1" "allreduce -N 1X:5:1" "allreduce -N ," \
+		"allreduce -T -1" "allreduce -T abc" "allreduce -T inf" "allreduce -T"; do
 		# shellcheck disable=SC2086
 		"$perf" $args >"$out" 2>"$err"
 		rc=$?
 		[ "$rc" -eq 2 ] || fail "'weft-perf $args' exited $rc, want 2"
 		[ -s "$err" ] || fail "'weft-perf $args' printed no message"
+	done
+	for v in -1 abc; do
+		"$perf" allreduce -T "$v" >"$out" 2>"$err"
+		grep -q "bad -T time budget '$v'" "$err" || fail "-T $v: no clear message"
 	done
 	# A root outside the world is found after start-up; every rank exits 2.
 	timeout 25 "$weftrun" -n 2 "$perf" broadcast -r 2 -b 8 -e 8 >"$out" 2>"$err"
