@@ -132,20 +132,6 @@ static const struct band *band_for(const struct opts *o, size_t bytes)
 	return &o->bands[o->nbands - 1];
 }
 
-/* -T: a finite number of seconds >= 0. */
-static bool parse_seconds(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || !(v >= 0 && v <= 1e9))
-		return false;
-	*out = v;
-	return true;
-}
-
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	int c;
@@ -174,7 +160,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			break;
 		case 'T':
-			if (!parse_seconds(optarg, &o->budget))
+			if (!budget_parse_seconds(optarg, &o->budget))
 				return -1;
 			break;
 		default:
@@ -294,13 +280,11 @@ static void warm_up(const struct run *r, double budget, int *warmup, int *iters)
 	}
 	post(r);
 	t1 = MPI_Wtime() - t0;
-	*warmup = budget_count(*warmup, BUDGET_LEAST_WARMUP, 0.2 * budget, max_over_ranks(t1));
-	if (*warmup < 1)
-		*warmup = 1;
+	*warmup = budget_warmups(*warmup, budget, max_over_ranks(t1));
 	t0 = MPI_Wtime();
 	post_n(r, *warmup - 1);
 	tw = *warmup > 1 ? (MPI_Wtime() - t0) / (*warmup - 1) : t1;
-	*iters = budget_count(*iters, BUDGET_LEAST_ITERS, budget, max_over_ranks(tw));
+	*iters = budget_iters(*iters, budget, max_over_ranks(tw));
 }
 
 static int one(const struct opts *o, enum coll c, int rank, int n, size_t nominal)

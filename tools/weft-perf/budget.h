@@ -4,10 +4,28 @@
 #ifndef WEFT_BENCH_BUDGET_H
 #define WEFT_BENCH_BUDGET_H
 
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
 /* The budget never cuts below these (nor raises a band's own count): timing 20 calls after 5
  * warm-ups, every size is measured at least as the bands of old measured it. */
 #define BUDGET_LEAST_ITERS 20
 #define BUDGET_LEAST_WARMUP 5
+
+/* -T's value: a number of seconds, 0 (off) to 1e9; nan, inf and trailing text refused. */
+static inline bool budget_parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= 0 && v <= 1e9))
+		return false;
+	*out = v;
+	return true;
+}
 
 /* min(cap, max(least, floor(share / per_call))), in double so that no int overflows. */
 static inline int budget_count(int cap, int least, double share, double per_call)
@@ -21,6 +39,22 @@ static inline int budget_count(int cap, int least, double share, double per_call
 	if (k >= (double)cap)
 		return cap;
 	return k < least ? least : (int)k;
+}
+
+/* The warm-ups of a band of `band` of them whose first call took t1 seconds (the slowest
+ * rank's): within a fifth of the budget, that first call among them, so at least 1 even for
+ * a band without warm-ups (the first call ran). */
+static inline int budget_warmups(int band, double budget, double t1)
+{
+	int w = budget_count(band, BUDGET_LEAST_WARMUP, 0.2 * budget, t1);
+
+	return w < 1 ? 1 : w;
+}
+
+/* The timed calls of a band of `band` of them at tw seconds a call (the slowest rank's). */
+static inline int budget_iters(int band, double budget, double tw)
+{
+	return budget_count(band, BUDGET_LEAST_ITERS, budget, tw);
 }
 
 #endif

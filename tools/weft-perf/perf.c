@@ -2,7 +2,6 @@
  * on the public API: weftrun -n 4 weft-perf allreduce -b 8 -e 64M -f 2 -c 1 */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -162,20 +161,6 @@ static bool parse_int(const char *s, long lo, long hi, int *out)
 	return true;
 }
 
-/* Seconds: a finite number >= 0. */
-static bool parse_seconds(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < 0)
-		return false;
-	*out = v;
-	return true;
-}
-
 static bool parse_coll(const char *s, struct opts *o)
 {
 	if (strcmp(s, "all") == 0) {
@@ -285,7 +270,7 @@ static int parse_opt(int c, const char *arg, const char *prog, struct opts *o)
 				 "ITERS >= 1)",
 				 arg);
 	case 'T':
-		return parse_seconds(arg, &o->budget)
+		return budget_parse_seconds(arg, &o->budget)
 			   ? -1
 			   : bad(prog, "bad -T time budget '%s' (seconds >= 0; 0 = off)", arg);
 	case 'a':
@@ -676,9 +661,7 @@ static int warm_up_budget(struct run *r, double budget, struct perf_row *row)
 	st = max_over_ranks(r->comm, &t1);
 	if (st != WEFT_OK)
 		return fail(r, st, "allreduce of the first warm-up's time");
-	row->warmup = budget_count(row->warmup, BUDGET_LEAST_WARMUP, 0.2 * budget, t1);
-	if (row->warmup < 1)
-		row->warmup = 1;
+	row->warmup = budget_warmups(row->warmup, budget, t1);
 	t0 = now_s();
 	st = run_iters(r, row->warmup - 1);
 	if (row->warmup > 1)
@@ -688,7 +671,7 @@ static int warm_up_budget(struct run *r, double budget, struct perf_row *row)
 	st = max_over_ranks(r->comm, &tw);
 	if (st != WEFT_OK)
 		return fail(r, st, "allreduce of the warm-ups' time");
-	row->iters = budget_count(row->iters, BUDGET_LEAST_ITERS, budget, tw);
+	row->iters = budget_iters(row->iters, budget, tw);
 	return 0;
 }
 
