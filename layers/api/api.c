@@ -330,6 +330,30 @@ static weft_status_t run(weft_comm_t *comm, const wt_sched_args_t *args, const v
 
 /* ---- the calls ---- */
 
+/* A blocking call on a communicator, with both its buffers: one that may replay the last
+ * (wt_api_replay_hit says whether it does). */
+static int may_replay(const weft_comm_t *comm, weft_request_t **req, const void *sendbuf,
+		      const void *recvbuf)
+{
+	return req == NULL && comm != NULL && sendbuf != NULL && recvbuf != NULL;
+}
+
+/* Whether a is the rank's block of count elements in base (the in-place forms of allgather
+ * and reduce_scatter). */
+static int rank_block(const weft_comm_t *comm, const void *a, const void *base, size_t count,
+		      weft_dtype_t dtype)
+{
+	return at_offset(a, base, (size_t)comm->rank * count * wt_util_dtype_size(dtype));
+}
+
+/* args.mem of an allreduce: both buffers in weft_mem_alloc memory, where the slots are. */
+static int allreduce_mem(const weft_comm_t *comm, const void *sendbuf, const void *recvbuf,
+			 size_t bytes)
+{
+	return comm->slot_bytes > 0 && wt_util_umem_contains(recvbuf, bytes) &&
+	       (sendbuf == recvbuf || wt_util_umem_contains(sendbuf, bytes));
+}
+
 static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
 			       weft_op_t op, weft_comm_t *comm, weft_request_t **req)
 {
@@ -345,8 +369,7 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
 		return st;
 	args_init(&args, comm, WT_COLL_ALLREDUCE, count, dtype, op, 0);
 	args.in_place = sendbuf == recvbuf;
-	args.mem = comm->slot_bytes > 0 && wt_util_umem_contains(recvbuf, count * es) &&
-		   (args.in_place || wt_util_umem_contains(sendbuf, count * es));
+	args.mem = allreduce_mem(comm, sendbuf, recvbuf, count * es);
 	return run(comm, &args, sendbuf, recvbuf, 0, count == 0, req);
 }
 
@@ -354,6 +377,11 @@ WEFT_API weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t
 				      weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
 				      weft_request_t **req)
 {
+	if (may_replay(comm, req, sendbuf, recvbuf) &&
+	    wt_api_replay_hit(comm, WT_COLL_ALLREDUCE, count, dtype, op, 0, sendbuf == recvbuf) &&
+	    allreduce_mem(comm, sendbuf, recvbuf, count * wt_util_dtype_size(dtype)) ==
+		comm->replay.mem)
+		return wt_api_replay(comm, sendbuf, recvbuf);
 	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, allreduce(sendbuf, recvbuf, count, dtype, op, comm, req));
@@ -371,13 +399,17 @@ static weft_status_t allgather(const void *sendbuf, void *recvbuf, size_t count,
 	if (st != WEFT_OK)
 		return st;
 	args_init(&args, comm, WT_COLL_ALLGATHER, count, dtype, WEFT_SUM, 0);
-	args.in_place = at_offset(sendbuf, recvbuf, (size_t)comm->rank * count * es);
+	args.in_place = rank_block(comm, sendbuf, recvbuf, count, dtype);
 	return run(comm, &args, sendbuf, recvbuf, 0, count == 0, req);
 }
 
 WEFT_API weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
 				      weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req)
 {
+	if (may_replay(comm, req, sendbuf, recvbuf) &&
+	    wt_api_replay_hit(comm, WT_COLL_ALLGATHER, sendcount, dtype, WEFT_SUM, 0,
+			      rank_block(comm, sendbuf, recvbuf, sendcount, dtype)))
+		return wt_api_replay(comm, sendbuf, recvbuf);
 	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, allgather(sendbuf, recvbuf, sendcount, dtype, comm, req));
@@ -401,7 +433,7 @@ static weft_status_t reduce_scatter(const void *sendbuf, void *recvbuf, size_t c
 	args_init(&args, comm, WT_COLL_REDUCE_SCATTER, count, dtype, op, 0);
 	/* In place, RECV is the rank's block of SEND: the plans read every block through SEND
 	 * and write the rank's block only after reading it. */
-	inplace = at_offset(recvbuf, sendbuf, (size_t)comm->rank * count * es);
+	inplace = rank_block(comm, recvbuf, sendbuf, count, dtype);
 	args.in_place = inplace;
 	return run_ex(comm, &args, sendbuf, recvbuf, 0, count == 0, req);
 }
@@ -410,6 +442,10 @@ WEFT_API weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, s
 					   weft_dtype_t dtype, weft_op_t op, weft_comm_t *comm,
 					   weft_request_t **req)
 {
+	if (may_replay(comm, req, sendbuf, recvbuf) &&
+	    wt_api_replay_hit(comm, WT_COLL_REDUCE_SCATTER, recvcount, dtype, op, 0,
+			      rank_block(comm, recvbuf, sendbuf, recvcount, dtype)))
+		return wt_api_replay(comm, sendbuf, recvbuf);
 	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, req));
@@ -438,6 +474,9 @@ static weft_status_t broadcast(void *buf, size_t count, weft_dtype_t dtype, int 
 WEFT_API weft_status_t weft_broadcast(void *buf, size_t count, weft_dtype_t dtype, int root,
 				      weft_comm_t *comm, weft_request_t **req)
 {
+	if (may_replay(comm, req, buf, buf) &&
+	    wt_api_replay_hit(comm, WT_COLL_BROADCAST, count, dtype, WEFT_SUM, root, 1))
+		return wt_api_replay(comm, buf, buf);
 	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, broadcast(buf, count, dtype, root, comm, req));
@@ -561,6 +600,10 @@ static weft_status_t alltoall(const void *sendbuf, void *recvbuf, size_t count, 
 WEFT_API weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count,
 				     weft_dtype_t dtype, weft_comm_t *comm, weft_request_t **req)
 {
+	if (may_replay(comm, req, sendbuf, recvbuf) &&
+	    wt_api_replay_hit(comm, WT_COLL_ALLTOALL, count, dtype, WEFT_SUM, 0,
+			      sendbuf == recvbuf))
+		return wt_api_replay(comm, sendbuf, recvbuf);
 	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	return note(comm, alltoall(sendbuf, recvbuf, count, dtype, comm, req));
@@ -648,6 +691,9 @@ WEFT_API weft_status_t weft_barrier(weft_comm_t *comm, weft_request_t **req)
 {
 	wt_sched_args_t args;
 
+	if (req == NULL && comm != NULL &&
+	    wt_api_replay_hit(comm, WT_COLL_BARRIER, 0, WEFT_UINT8, WEFT_SUM, 0, 0))
+		return wt_api_replay(comm, NULL, NULL);
 	if (enter(comm, req) != WEFT_OK)
 		return WEFT_ERR_INVALID_ARG;
 	args_init(&args, comm, WT_COLL_BARRIER, 0, WEFT_UINT8, WEFT_SUM, 0);

@@ -138,6 +138,18 @@ struct wt_api_ctx {
 	char init_err[WT_API_ERR_LEN];
 };
 
+/* What makes two blocking collectives of one communicator the same call for its plan:
+ * the rest of wt_sched_args_t is the communicator's and the context's (rank, size,
+ * segment and slot sizes, compression), which do not change. */
+typedef struct {
+	wt_sched_plan_t *plan; /* borrowed from the memo; NULL: nothing to replay */
+	size_t count;
+	wt_sched_coll_t coll;
+	weft_dtype_t dtype;
+	weft_op_t op;
+	int root, in_place, mem;
+} wt_api_replay_t;
+
 struct weft_comm {
 	wt_api_ctx_t *ctx;
 	uint16_t id;
@@ -164,6 +176,10 @@ struct weft_comm {
 	unsigned memo_last, memo_next; /* the entry that hit last; the one to replace next */
 	/* The execution memory of blocking calls (same thread, plan kept by the memo). */
 	wt_sched_exec_keep_t exec_keep;
+	/* request.c: the shape of the last blocking collective that ran from the memo, so a
+	 * loop of the same call skips the checks, the args and the memo lookup (see
+	 * wt_api_replay_hit). Same thread as the memo: no lock. */
+	wt_api_replay_t replay;
 	int group_depth;	/* weft_group_start nesting */
 	weft_request_t **group; /* calls deferred to the outermost weft_group_end */
 	size_t ngroup, group_cap;
@@ -292,6 +308,21 @@ weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
  * caller drives progress itself. */
 weft_status_t wt_api_coll_run(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
 			      void *recvbuf, int tag);
+/* Whether a blocking call outside a group has the shape of the communicator's last one
+ * that ran from the memo: then every check its arguments would pass has passed already
+ * (a call of that shape did), except that its buffers are not NULL, and for an
+ * allreduce that they are where the last call's were (replay.mem), which the caller
+ * checks; wt_api_replay runs it. */
+static inline int wt_api_replay_hit(const weft_comm_t *comm, wt_sched_coll_t coll, size_t count,
+				    weft_dtype_t dtype, weft_op_t op, int root, int in_place)
+{
+	const wt_api_replay_t *r = &comm->replay;
+
+	return r->plan != NULL && r->coll == coll && r->count == count && r->dtype == dtype &&
+	       r->op == op && r->root == root && r->in_place == in_place && comm->group_depth == 0;
+}
+/* Run the communicator's last blocking call again, on these buffers. */
+weft_status_t wt_api_replay(weft_comm_t *comm, const void *sendbuf, void *recvbuf);
 /* A request that is complete already (zero-element calls). */
 weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_request_t **req);
 /* Cancel (if still running) and free, without reporting (destroy of a comm). */

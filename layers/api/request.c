@@ -260,6 +260,7 @@ void wt_api_comm_memo_drop(weft_comm_t *comm)
 			wt_sched_plan_unref(comm->memo_plan[i]);
 		comm->memo_plan[i] = NULL;
 	}
+	comm->replay.plan = NULL;
 	wt_sched_exec_keep_free(&comm->exec_keep);
 }
 
@@ -367,8 +368,11 @@ static void memo_put(weft_comm_t *comm, const wt_sched_args_t *args, wt_sched_pl
 {
 	unsigned i = comm->memo_next;
 
-	if (comm->memo_plan[i] != NULL)
+	if (comm->memo_plan[i] != NULL) {
+		if (comm->replay.plan == comm->memo_plan[i])
+			comm->replay.plan = NULL;
 		wt_sched_plan_unref(comm->memo_plan[i]);
+	}
 	comm->memo_plan[i] = p;
 	comm->memo_args[i] = *args;
 	comm->memo_last = i;
@@ -511,32 +515,16 @@ weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_
 	return WEFT_OK;
 }
 
-/* req: the blocking caller's request on its stack, or NULL for a new one. */
-static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
-				void *recvbuf, int tag, weft_request_t *req, weft_request_t **out)
+/* Start req (initialised; on its caller's stack if the caller blocks on it) on plan
+ * (owned: the caller's reference, dropped here). On failure req is released. */
+static weft_status_t coll_launch(weft_comm_t *comm, wt_sched_plan_t *plan, int owned,
+				 const void *sendbuf, void *recvbuf, weft_request_t *req)
 {
 	wt_api_ctx_t *ctx = comm->ctx;
-	int will_wait = req != NULL;
+	int will_wait = req->on_stack;
 	wt_sched_net_t net = wt_api_net_template;
-	wt_sched_plan_t *plan;
-	int owned;
 	weft_status_t st;
 
-	if (req != NULL)
-		req_init(req, comm, args->coll, 1);
-	else
-		req = req_new(comm, args->coll);
-	if (req == NULL)
-		return WEFT_ERR_NO_MEMORY;
-	if (req->p2p)
-		req->p2p_tag = make_p2p_tag(comm, tag);
-	if (!will_wait)
-		req_deadline(req);
-	st = pick_plan(comm, req, args, &plan, &owned);
-	if (st != WEFT_OK) {
-		req_release(req);
-		return st;
-	}
 	net.ctx = req;
 	/* A caller about to block, with a core of its own, watches the peers' slot flags for a
 	 * while itself (capped: the lock is held meanwhile). */
@@ -592,6 +580,46 @@ static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 	pthread_mutex_unlock(&ctx->lock);
 	if (!will_wait)
 		wt_api_wake(ctx);
+	return WEFT_OK;
+}
+
+/* req: the blocking caller's request on its stack, or NULL for a new one. */
+static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
+				void *recvbuf, int tag, weft_request_t *req, weft_request_t **out)
+{
+	int will_wait = req != NULL;
+	wt_sched_plan_t *plan;
+	int owned;
+	weft_status_t st;
+
+	if (req != NULL)
+		req_init(req, comm, args->coll, 1);
+	else
+		req = req_new(comm, args->coll);
+	if (req == NULL)
+		return WEFT_ERR_NO_MEMORY;
+	if (req->p2p)
+		req->p2p_tag = make_p2p_tag(comm, tag);
+	if (!will_wait)
+		req_deadline(req);
+	st = pick_plan(comm, req, args, &plan, &owned);
+	if (st != WEFT_OK) {
+		req_release(req);
+		return st;
+	}
+	st = coll_launch(comm, plan, owned, sendbuf, recvbuf, req);
+	if (st != WEFT_OK)
+		return st;
+	/* A blocking collective from the memo: the next call of its shape may replay it. */
+	if (will_wait && !owned && !req->p2p && !comm->ctx->cfg.check)
+		comm->replay = (wt_api_replay_t){.plan = plan,
+						 .count = args->count,
+						 .coll = args->coll,
+						 .dtype = args->dtype,
+						 .op = args->op,
+						 .root = args->root,
+						 .in_place = args->in_place,
+						 .mem = args->mem};
 	*out = req;
 	return WEFT_OK;
 }
@@ -602,19 +630,33 @@ weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 	return coll_start(comm, args, sendbuf, recvbuf, tag, NULL, out);
 }
 
+/* The end of a blocking call whose start succeeded. */
+static weft_status_t coll_finish(weft_request_t *req)
+{
+	/* Ended inside the start: nothing to wait for or to free. */
+	if (req->exec == NULL && atomic_load_explicit(&req->done, memory_order_relaxed) &&
+	    req->status == WEFT_OK)
+		return WEFT_OK;
+	return wt_api_wait_own(&req);
+}
+
 weft_status_t wt_api_coll_run(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
 			      void *recvbuf, int tag)
 {
 	weft_request_t own, *req;
 	weft_status_t st = coll_start(comm, args, sendbuf, recvbuf, tag, &own, &req);
 
-	if (st != WEFT_OK)
-		return st;
-	/* Ended inside the start: nothing to wait for or to free. */
-	if (req->exec == NULL && atomic_load_explicit(&req->done, memory_order_relaxed) &&
-	    req->status == WEFT_OK)
-		return WEFT_OK;
-	return wt_api_wait_own(&req);
+	return st != WEFT_OK ? st : coll_finish(req);
+}
+
+weft_status_t wt_api_replay(weft_comm_t *comm, const void *sendbuf, void *recvbuf)
+{
+	weft_request_t own;
+	weft_status_t st;
+
+	req_init(&own, comm, comm->replay.coll, 1);
+	st = coll_launch(comm, comm->replay.plan, 0, sendbuf, recvbuf, &own);
+	return st != WEFT_OK ? st : coll_finish(&own);
 }
 
 /* recycle: the communicator (and so its context) is known to be alive, so the memory may

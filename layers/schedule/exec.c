@@ -1274,12 +1274,15 @@ static void exec_release(wt_sched_exec_t *ex)
 	wt_sched_plan_t *p = ex->plan;
 	wt_sched_exec_keep_t *keep = ex->keep;
 
-	free(ex->bounce);
-	ex->bounce = NULL;
-	free(ex->fan);
-	ex->fan = NULL;
-	free(ex->fan_desc);
-	ex->fan_desc = NULL;
+	/* Most runs have none of these: no calls into the allocator for them. */
+	if (ex->bounce != NULL || ex->fan != NULL || ex->fan_desc != NULL) {
+		free(ex->bounce);
+		ex->bounce = NULL;
+		free(ex->fan);
+		ex->fan = NULL;
+		free(ex->fan_desc);
+		ex->fan_desc = NULL;
+	}
 	if (keep != NULL) {
 		if (ex->outstanding == 0 && keep->blk == NULL) {
 			keep->blk = ex;

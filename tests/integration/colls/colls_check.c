@@ -2,7 +2,8 @@
  * collective, send / recv and groups with rank-dependent data that every rank checks
  * exactly, blocking and async, in place where the call has that form, counts 0, 1, odd
  * and ~1M, every root; plus argument checks, same-tag ordering, size mismatch, groups,
- * pipelines and bitwise determinism of float reductions. Exit 0 only if all matched.
+ * pipelines, bitwise determinism of float reductions, and runs of one call whose shape
+ * changes in one argument at a time (replay). Exit 0 only if all matched.
  * Options: --only NAME (one section), --big (the ~1M cases), --quick,
  * --expect-init-fail (weft_init must fail with WEFT_ERR_INVALID_ARG). */
 #include <limits.h>
@@ -598,6 +599,112 @@ static void s_barrier(void)
 		t_barrier(2);
 }
 
+/* ---- runs of one call (a blocking call of the last one's shape replays its plan) ---- */
+
+/* n calls, new data each (g_salt): a call run with another's plan or buffers shows. */
+#define RUN(n, call)                                                                               \
+	do {                                                                                       \
+		for (int i_ = 0; i_ < (n); i_++, g_salt++)                                         \
+			call;                                                                      \
+	} while (0)
+
+/* allreduce on buffers from weft_mem_alloc (the shared-memory plans may read them). */
+static void t_allreduce_mem(size_t count, weft_dtype_t dt, weft_op_t op, int inplace)
+{
+	size_t bytes = count * tv_dt_size(dt);
+	void *send = NULL, *recv = NULL;
+	char what[160];
+
+	snprintf(what, sizeof(what), "allreduce count %zu dt %d op %d in weft_mem%s", count,
+		 (int)dt, (int)op, inplace ? " in-place" : "");
+	if (check_st(weft_mem_alloc(&recv, bytes), what) != 0 ||
+	    (!inplace && check_st(weft_mem_alloc(&send, bytes), what) != 0)) {
+		weft_mem_free(recv);
+		return;
+	}
+	for (size_t i = 0; i < count; i++)
+		tv_put(inplace ? recv : send, dt, i, val(op, dt, g_rank, i));
+	if (check_st(weft_allreduce(inplace ? recv : send, recv, count, dt, op, g_comm, NULL),
+		     what) == 0)
+		check_reduced(recv, dt, op, count, 0, what);
+	weft_mem_free(send);
+	weft_mem_free(recv);
+}
+
+/* Runs of the same blocking call, each followed by a call that differs from it in one
+ * argument (root, count, dtype of the same size or another, op, in place or not, buffers
+ * in weft_mem or not), all checked exactly; after a run, a NULL buffer and a bad root are
+ * still refused, and the same call inside a group does not block. */
+static void s_replay(void)
+{
+	size_t c = 5, es = sizeof(int32_t);
+	int32_t *buf = (int32_t *)alloc_buf(c * es * (size_t)g_size), out[5];
+	weft_status_t st;
+
+	RUN(3, t_broadcast(c, WEFT_INT32, 0, 0));
+	RUN(2, t_broadcast(c, WEFT_INT32, g_size - 1, 0));
+	RUN(2, t_broadcast(c + 1, WEFT_INT32, g_size - 1, 0));
+	RUN(2, t_broadcast(c + 1, WEFT_FLOAT32, g_size - 1, 0));
+	RUN(2, t_broadcast(c + 1, WEFT_UINT8, g_size - 1, 0));
+	RUN(3, t_allreduce(c, WEFT_INT32, WEFT_SUM, 0, 0));
+	RUN(2, t_allreduce(c, WEFT_INT32, WEFT_MAX, 0, 0));
+	RUN(2, t_allreduce(c, WEFT_INT32, WEFT_MAX, 0, 1));
+	/* 4 KiB: weft_mem buffers take another algorithm (direct) than malloc's. */
+	RUN(2, t_allreduce(1024, WEFT_FLOAT32, WEFT_MAX, 0, 1));
+	RUN(2, t_allreduce_mem(1024, WEFT_FLOAT32, WEFT_MAX, 1));
+	RUN(2, t_allreduce(1024, WEFT_FLOAT32, WEFT_MAX, 0, 1));
+	RUN(2, t_allreduce_mem(1024, WEFT_FLOAT32, WEFT_MAX, 0));
+	RUN(2, t_allreduce(1024, WEFT_FLOAT32, WEFT_MAX, 0, 0));
+	RUN(3, t_allgather(c, WEFT_INT32, 0, 0));
+	RUN(2, t_allgather(c, WEFT_INT32, 0, 1));
+	RUN(2, t_allgather(c, WEFT_INT64, 0, 1));
+	RUN(3, t_reduce_scatter(c, WEFT_INT32, WEFT_SUM, 0, 0));
+	RUN(2, t_reduce_scatter(c, WEFT_INT32, WEFT_SUM, 0, 1));
+	RUN(2, t_reduce_scatter(c, WEFT_INT32, WEFT_MIN, 0, 1));
+	RUN(3, t_alltoall(c, WEFT_INT32, 0, 0));
+	RUN(2, t_alltoall(c, WEFT_INT32, 0, 1));
+	RUN(2, t_alltoall(c, WEFT_UINT32, 0, 1));
+	RUN(3, check_st(weft_barrier(g_comm, NULL), "barrier in a run"));
+	t_barrier(0);
+	/* Refused after a run of the same shape, and the run goes on afterwards. */
+	RUN(2, t_broadcast(c, WEFT_INT32, 0, 0));
+	st = weft_broadcast(NULL, c, WEFT_INT32, 0, g_comm, NULL);
+	if (st != WEFT_ERR_INVALID_ARG)
+		fail("broadcast of a NULL buffer after a run: %s", weft_strerror(st));
+	st = weft_broadcast(buf, c, WEFT_INT32, g_size, g_comm, NULL);
+	if (st != WEFT_ERR_INVALID_ARG)
+		fail("broadcast from root %d of %d ranks after a run: %s", g_size, g_size,
+		     weft_strerror(st));
+	RUN(2, t_broadcast(c, WEFT_INT32, 0, 0));
+	RUN(2, t_allreduce(c, WEFT_INT32, WEFT_SUM, 0, 0));
+	st = weft_allreduce(buf, NULL, c, WEFT_INT32, WEFT_SUM, g_comm, NULL);
+	if (st != WEFT_ERR_INVALID_ARG)
+		fail("allreduce into a NULL buffer after a run: %s", weft_strerror(st));
+	/* Inside a group the same call does not block: the last rank comes a second late,
+	 * and the others' call returns at once; the group's end completes it. */
+	for (size_t i = 0; i < c; i++)
+		buf[i] = (int32_t)(g_rank + 1) * (int32_t)(i + 1);
+	if (g_rank == g_size - 1)
+		sleep_ms(1000);
+	st = weft_group_start(g_comm);
+	double t0 = now_s();
+	if (st == WEFT_OK)
+		st = weft_allreduce(buf, out, c, WEFT_INT32, WEFT_SUM, g_comm, NULL);
+	if (st == WEFT_OK && g_rank != g_size - 1 && now_s() - t0 > 0.8)
+		fail("allreduce in a group after a run blocked %.3f s for the late rank",
+		     now_s() - t0);
+	if (st == WEFT_OK)
+		st = weft_group_end(g_comm);
+	if (check_st(st, "allreduce in a group after a run") == 0)
+		for (size_t i = 0; i < c; i++)
+			if (out[i] != (int32_t)(g_size * (g_size + 1) / 2) * (int32_t)(i + 1)) {
+				fail("allreduce in a group after a run: element %zu is %d", i,
+				     (int)out[i]);
+				break;
+			}
+	free(buf);
+}
+
 /* ---- send / recv ---- */
 
 static int next(int d)
@@ -1069,6 +1176,7 @@ int main(int argc, char **argv)
 	    {"alltoall", s_alltoall},	{"alltoallv", s_alltoallv},
 	    {"barrier", s_barrier},	{"p2p", s_p2p},
 	    {"group", s_group},		{"determinism", s_determinism},
+	    {"replay", s_replay},
 	};
 	for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
 		double ts = now_s();

@@ -27,7 +27,7 @@
 /* Regions as the API's: the large ring and the small one (32 slots of 8 KiB). */
 #define BIG_REGION WT_SCHED_SLOT_REGION
 #define SEQ_CALLS 12
-#define MAX_CALLS 40
+#define MAX_CALLS 72
 
 /* The region size of the simulated runs (run_one, run_sequence). */
 static size_t g_region = REGION;
@@ -603,8 +603,10 @@ static void test_small_ring(void **state)
 
 /* A broadcast root runs ahead of readers that have not started: WT_SCHED_SLOT_SMALL_DEPTH
  * tiny calls complete, the next one waits for their releases; of calls too large for the
- * small ring, WT_SCHED_SLOT_DEPTH complete. Then the readers start theirs and every call
- * completes with the root's data. */
+ * small ring, WT_SCHED_SLOT_DEPTH complete. Then the readers finish calls in runs of
+ * different lengths, and after each run the root starts calls until one waits: exactly its
+ * calls up to a ring ahead of the readers' last have completed. At the end every call has
+ * the root's data. */
 static void test_root_runs_ahead(void **state)
 {
 	enum { N = 3 };
@@ -612,7 +614,8 @@ static void test_root_runs_ahead(void **state)
 	g_region = BIG_REGION;
 	for (int large = 0; large < 2; large++) {
 		int ahead = large ? WT_SCHED_SLOT_DEPTH : (int)WT_SCHED_SLOT_SMALL_DEPTH;
-		int ncalls = ahead + 1;
+		int ncalls = 2 * ahead + 4, started = 0, read = 0;
+		const int runs[] = {1, ahead / 2 + 1, 2, ahead, 1, ahead + 4};
 		cfg_t c[MAX_CALLS];
 		calls_t *cs;
 
@@ -627,14 +630,26 @@ static void test_root_runs_ahead(void **state)
 				       .seed = 4242,
 				       .call = k};
 		cs = calls_new(c, ncalls, N, 4242);
-		for (int k = 0; k < ncalls; k++) {
-			calls_start(cs, k, 0);
+		for (size_t i = 0; read < ncalls; i++) {
+			/* The root starts calls until one waits (or none are left). */
+			while (started < ncalls) {
+				calls_start(cs, started++, 0);
+				simnet_run(cs->sim);
+				if (cs->done[started - 1][0].calls == 0)
+					break;
+			}
+			for (int k = 0; k < started; k++)
+				assert_int_equal(cs->done[k][0].calls, k < read + ahead);
+			assert_true(started == ncalls || started == read + ahead + 1);
+			/* The readers finish the next run of calls. */
+			for (int end = read + runs[i % (sizeof(runs) / sizeof(runs[0]))];
+			     read < end && read < ncalls; read++)
+				for (int r = 1; r < N; r++)
+					calls_start(cs, read, r);
 			simnet_run(cs->sim);
-			assert_int_equal(cs->done[k][0].calls, k < ahead);
+			for (int k = 0; k < started; k++)
+				assert_int_equal(cs->done[k][0].calls, k < read + ahead);
 		}
-		for (int k = 0; k < ncalls; k++)
-			for (int r = 1; r < N; r++)
-				calls_start(cs, k, r);
 		calls_finish(cs);
 	}
 	g_region = REGION;
