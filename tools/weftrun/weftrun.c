@@ -2,6 +2,7 @@
  * A plain program: it does not link libweft; it only sets the environment weft_init reads. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
@@ -51,12 +52,17 @@ typedef struct {
 	const char *master_addr;
 	const char *master_port;
 	bool tag_output;
+	int bind;    /* WR_BIND_NONE, _CORE or _CPU */
 	char **argv; /* the program and its arguments */
 } wr_opts_t;
+
+enum { WR_BIND_NONE, WR_BIND_CORE, WR_BIND_CPU };
 
 typedef struct {
 	wr_opts_t opt;
 	wr_rank_t *ranks;
+	cpu_set_t *places; /* --bind-to: the CPUs of each place (a core or a CPU) */
+	long nplaces;
 	long nlive;
 	int sfd; /* signalfd for SIGCHLD and the signals that are forwarded */
 	sigset_t old_mask;
@@ -88,6 +94,10 @@ static void usage(FILE *f)
 	    "  --master-port PORT       its port; with --nnodes 1 the default is a free port,\n"
 	    "                           with --nnodes > 1 it must be given\n"
 	    "  --tag-output             prefix each line of output with \"[RANK] \"\n"
+	    "  --bind-to WHAT           none (default), core or cpu: local rank i runs on\n"
+	    "                           the (i mod N)-th of the N cores (all hardware threads\n"
+	    "                           of each) or CPUs that weftrun may run on, as mpirun's\n"
+	    "                           --bind-to; its threads inherit the binding\n"
 	    "  -h, --help               show this help\n"
 	    "Flags take \"--flag value\" or \"--flag=value\"; torchrun's underscore spellings\n"
 	    "(--nproc_per_node, --node_rank, ...) are accepted too.\n"
@@ -133,6 +143,7 @@ enum {
 	OPT_ADDR,
 	OPT_PORT,
 	OPT_TAG,
+	OPT_BIND,
 };
 
 static const struct option long_opts[] = {
@@ -147,6 +158,8 @@ static const struct option long_opts[] = {
     {"master_port", required_argument, NULL, OPT_PORT},
     {"tag-output", no_argument, NULL, OPT_TAG},
     {"tag_output", no_argument, NULL, OPT_TAG},
+    {"bind-to", required_argument, NULL, OPT_BIND},
+    {"bind_to", required_argument, NULL, OPT_BIND},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -200,6 +213,16 @@ static int parse_one(wr_opts_t *o, int c, const char *val)
 		return 0;
 	case OPT_TAG:
 		o->tag_output = true;
+		return 0;
+	case OPT_BIND:
+		if (strcmp(val, "none") == 0)
+			o->bind = WR_BIND_NONE;
+		else if (strcmp(val, "core") == 0)
+			o->bind = WR_BIND_CORE;
+		else if (strcmp(val, "cpu") == 0)
+			o->bind = WR_BIND_CPU;
+		else
+			return bad_arg("--bind-to (none, core or cpu)", val);
 		return 0;
 	default:
 		/* getopt_long has already said what was wrong */
@@ -434,6 +457,95 @@ static void kill_now(wr_job_t *job)
 	signal_all(job, SIGKILL);
 }
 
+/* The CPUs of a list such as "0-3,8,10-11" (sysfs' cpulist format) into *set; -1 if the
+ * text is not one. */
+static int parse_cpulist(const char *s, cpu_set_t *set)
+{
+	CPU_ZERO(set);
+	while (*s != '\0' && *s != '\n') {
+		char *end;
+		long a, b;
+
+		errno = 0;
+		a = strtol(s, &end, 10);
+		if (errno || end == s || a < 0 || a >= CPU_SETSIZE)
+			return -1;
+		b = a;
+		if (*end == '-') {
+			s = end + 1;
+			b = strtol(s, &end, 10);
+			if (errno || end == s || b < a || b >= CPU_SETSIZE)
+				return -1;
+		}
+		for (long c = a; c <= b; c++)
+			CPU_SET((int)c, set);
+		s = end;
+		if (*s == ',')
+			s++;
+		else if (*s != '\0' && *s != '\n')
+			return -1;
+	}
+	return 0;
+}
+
+/* The hardware threads of cpu's core, within allowed; just cpu where sysfs says nothing. */
+static void core_of(int cpu, const cpu_set_t *allowed, cpu_set_t *out)
+{
+	char path[96], line[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list",
+		 cpu);
+	f = fopen(path, "r");
+	if (f == NULL || fgets(line, sizeof(line), f) == NULL || parse_cpulist(line, out) ||
+	    !CPU_ISSET(cpu, out)) {
+		CPU_ZERO(out);
+		CPU_SET(cpu, out);
+	}
+	if (f != NULL)
+		fclose(f);
+	CPU_AND(out, out, allowed);
+}
+
+/* --bind-to: the places ranks go to in turn, from the CPUs weftrun may run on: each CPU, or
+ * each core once (its threads together), in CPU order. */
+static int find_places(wr_job_t *job)
+{
+	cpu_set_t allowed;
+	long n = 0;
+
+	if (job->opt.bind == WR_BIND_NONE)
+		return 0;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed)) {
+		fprintf(stderr, "weftrun: --bind-to: cannot read the CPUs weftrun may use: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	job->places = calloc((size_t)CPU_COUNT(&allowed) + 1, sizeof(*job->places));
+	if (job->places == NULL) {
+		fprintf(stderr, "weftrun: out of memory\n");
+		return -1;
+	}
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		bool seen = false;
+
+		if (!CPU_ISSET(c, &allowed))
+			continue;
+		if (job->opt.bind == WR_BIND_CPU) {
+			CPU_ZERO(&job->places[n]);
+			CPU_SET(c, &job->places[n]);
+			n++;
+			continue;
+		}
+		for (long k = 0; k < n && !seen; k++)
+			seen = CPU_ISSET(c, &job->places[k]);
+		if (!seen)
+			core_of(c, &allowed, &job->places[n++]);
+	}
+	job->nplaces = n;
+	return n > 0 ? 0 : -1;
+}
+
 static long global_rank(const wr_job_t *job, long i)
 {
 	return job->opt.node_rank * job->opt.nproc + i;
@@ -467,6 +579,9 @@ static void child_exec(wr_job_t *job, long i, const int pipes[2][2], int errfd)
 		}
 	}
 	if (setenv_long("RANK", global_rank(job, i)) || setenv_long("LOCAL_RANK", i))
+		goto fail;
+	if (job->nplaces > 0 &&
+	    sched_setaffinity(0, sizeof(cpu_set_t), &job->places[i % job->nplaces]))
 		goto fail;
 	execvp(job->opt.argv[0], job->opt.argv);
 fail:
@@ -885,6 +1000,7 @@ static void free_job(wr_job_t *job)
 		}
 	}
 	free(job->ranks);
+	free(job->places);
 	if (job->sfd >= 0)
 		close(job->sfd);
 }
@@ -909,6 +1025,8 @@ static int run(wr_job_t *job)
 		fprintf(stderr, "weftrun: cannot set up: %s\n", strerror(errno));
 		return 1;
 	}
+	if (find_places(job))
+		return 1;
 	pfd = calloc((size_t)job->opt.nproc * 2 + 1, sizeof(*pfd));
 	if (!pfd) {
 		fprintf(stderr, "weftrun: out of memory\n");

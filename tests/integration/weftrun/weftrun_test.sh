@@ -185,6 +185,8 @@ case_bad_args() {
 		--nnodes=-1 true
 		--nproc-per-node=
 		-n 2
+		--bind-to socket true
+		--bind-to= true
 	EOF
 	run --help
 	expect_rc 0
@@ -224,6 +226,65 @@ case_forward_signal() {
 	[ $rc = 143 ] || fail "exit status $rc, expected 143"
 	grep -qx '\[0\] got-term' "$TMP/out" && grep -qx '\[1\] got-term' "$TMP/out" ||
 		fail "SIGTERM not forwarded to every rank"
+	return 0
+}
+
+# --bind-to: rank i runs on the (i mod N)-th CPU (or core) weftrun may use, its threads too;
+# none leaves the ranks weftrun's own CPUs. Run under a narrower mask than the machine's
+# where there are 3 or more CPUs, so the places come from weftrun's mask, not the machine.
+case_bind() {
+	local mask cpus n r want got ranks=5
+	mapfile -t cpus < <(python3 -c "import os; print('\n'.join(map(str, sorted(os.sched_getaffinity(0)))))")
+	n=${#cpus[@]}
+	if ((n >= 3)); then
+		cpus=("${cpus[@]:1}")
+		n=${#cpus[@]}
+	fi
+	mask=$(
+		IFS=,
+		echo "${cpus[*]}"
+	)
+	AFF='echo "aff=$(python3 -c "import os; print(\",\".join(map(str, sorted(os.sched_getaffinity(0)))))")"'
+	# the CPUs of one core, as sysfs lists them, within the mask
+	core_of() {
+		local list
+		list=$(cat /sys/devices/system/cpu/cpu$1/topology/thread_siblings_list 2>/dev/null)
+		python3 -c "
+import sys
+allowed = set(int(c) for c in sys.argv[2].split(','))
+out = set()
+for part in (sys.argv[1] or sys.argv[3]).split(','):
+    a, _, b = part.partition('-')
+    out.update(range(int(a), int(b or a) + 1))
+print(','.join(map(str, sorted(out & allowed))))" "$list" "$mask" "$1"
+	}
+	for how in cpu core none; do
+		taskset -c "$mask" "$W" -n $ranks --tag-output --bind-to $how sh -c "$AFF" \
+			>"$TMP/out" 2>"$TMP/err"
+		RC=$?
+		expect_rc 0
+		local places=() seen=","
+		for c in "${cpus[@]}"; do
+			if [ $how = cpu ]; then
+				places+=("$c")
+			elif [ $how = core ]; then
+				[[ $seen == *",$c,"* ]] && continue
+				local core
+				core=$(core_of "$c")
+				places+=("$core")
+				seen="$seen$core,"
+			fi
+		done
+		for ((r = 0; r < ranks; r++)); do
+			got=$(val $r aff)
+			if [ $how = none ]; then
+				want=$mask
+			else
+				want=${places[r % ${#places[@]}]}
+			fi
+			[ "$got" = "$want" ] || fail "--bind-to $how: rank $r runs on $got, expected $want"
+		done
+	done
 	return 0
 }
 
