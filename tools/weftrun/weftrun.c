@@ -2,11 +2,11 @@
  * A plain program: it does not link libweft; it only sets the environment weft_init reads. */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -580,9 +580,14 @@ static void child_exec(wr_job_t *job, long i, const int pipes[2][2], int errfd)
 	}
 	if (setenv_long("RANK", global_rank(job, i)) || setenv_long("LOCAL_RANK", i))
 		goto fail;
+	/* Said here, not as the program's start failing: the program was never tried. */
 	if (job->nplaces > 0 &&
-	    sched_setaffinity(0, sizeof(cpu_set_t), &job->places[i % job->nplaces]))
-		goto fail;
+	    sched_setaffinity(0, sizeof(cpu_set_t), &job->places[i % job->nplaces])) {
+		fprintf(stderr, "weftrun: rank %ld: --bind-to: cannot bind it to its %s: %s\n",
+			global_rank(job, i), job->opt.bind == WR_BIND_CORE ? "core" : "CPU",
+			strerror(errno));
+		_exit(126);
+	}
 	execvp(job->opt.argv[0], job->opt.argv);
 fail:
 	err = errno;
