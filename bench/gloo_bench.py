@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 # bench/ (outside the library): the torch.distributed gloo side of bench/compare. Times
 # allreduce, allgather, reduce_scatter, broadcast and alltoall as weft-perf does (warm-up,
-# barrier, iterations back to back, max over ranks of the average) and checks every element.
+# barrier, iterations back to back, max over ranks of the average, or with -S the span from
+# the first rank's start to the last rank's end) and checks every element.
 # Started once per rank with RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1 and MASTER_PORT set.
 """usage: gloo_bench.py [-b MIN] [-e MAX] [-f FACTOR] [-s LIMIT:ITERS:WARMUP,...] [-T SECONDS]
-COLL..."""
+[-S] COLL..."""
 import argparse
 import sys
 import time
@@ -50,6 +51,20 @@ def max_over_ranks(t):
     x = torch.tensor([t], dtype=torch.float64)
     dist.all_reduce(x, op=dist.ReduceOp.MAX)
     return float(x)
+
+
+def per_call(t0, t1, iters, span):
+    """weft-perf's time per call: the slowest rank's own loop, or with span (-S) the first
+    rank's start to the last rank's end on CLOCK_MONOTONIC (one host's clock); None when the
+    starts lie more than a second apart (not one clock)."""
+    if not span:
+        return max_over_ranks((t1 - t0) / iters)
+    x = torch.tensor([t0, -t0, t1], dtype=torch.float64)
+    dist.all_reduce(x, op=dist.ReduceOp.MAX)
+    first, last = -float(x[1]), float(x[2])
+    if float(x[0]) - first > 1.0:
+        return None
+    return (last - first) / iters
 
 
 # The budget never cuts below these (nor raises a band's own count), as weft-perf's -T.
@@ -163,7 +178,11 @@ def supported(coll, n):
         return str(e).splitlines()[0]
 
 
-def one(coll, rank, n, nominal, bs, budget):
+def mono():
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
+def one(coll, rank, n, nominal, bs, budget, span):
     case = Case(coll, rank, n, nominal)
     if case.count == 0:
         # gloo's allgather dies with SIGFPE on empty tensors; skip every empty size.
@@ -173,10 +192,12 @@ def one(coll, rank, n, nominal, bs, budget):
     iters, warmup = band_for(bs, nominal)  # by the -b/-e sequence, as weft-perf's runs
     iters, warmup = warm_up(case, budget, iters, warmup)
     dist.barrier()
-    t0 = time.perf_counter()
+    t0 = mono()
     for _ in range(iters):
         case.post()
-    avg = max_over_ranks((time.perf_counter() - t0) / iters)
+    avg = per_call(t0, mono(), iters, span)
+    if avg is None:
+        raise SystemExit("gloo_bench: -S: the ranks' clocks differ (not one host)")
     wrong = torch.tensor([case.wrong()], dtype=torch.int64)
     dist.all_reduce(wrong)
     if rank == 0:
@@ -193,6 +214,8 @@ def main():
     p.add_argument("-s", type=bands, default=bands("262144:20:5,4194304:10:2,0:4:1"))
     p.add_argument("-T", type=seconds, default=0.0,
                    help="about SECONDS per size, weft-perf's -T rule (default 0: off)")
+    p.add_argument("-S", action="store_true",
+                   help="time from the first rank's start to the last rank's end (one host)")
     p.add_argument("colls", nargs="+", choices=COLLS)
     a = p.parse_args()
     if a.f < 2 or a.b < 1 or a.b > a.e:
@@ -213,7 +236,7 @@ def main():
             continue
         sz = a.b
         while sz <= a.e:
-            ret |= one(coll, rank, n, sz, a.s, a.T)
+            ret |= one(coll, rank, n, sz, a.s, a.T, a.S)
             sz *= a.f
     dist.barrier()
     dist.destroy_process_group()

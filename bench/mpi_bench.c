@@ -1,6 +1,6 @@
 /* bench/ (outside the library): the MPI side of bench/compare. Times allreduce, allgather,
  * reduce_scatter, broadcast and alltoall exactly as weft-perf does and checks every element.
- * mpirun -n 2 mpi_bench [-b 8] [-e 64M] [-f 2] [-s LIMIT:ITERS:WARMUP,...] [-T S] COLL... */
+ * mpirun -n 2 mpi_bench [-b 8] [-e 64M] [-f 2] [-s LIMIT:ITERS:WARMUP,...] [-T S] [-S] COLL... */
 #include <errno.h>
 #include <getopt.h>
 #include <mpi.h>
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../tools/weft-perf/budget.h"
 
@@ -32,6 +33,7 @@ struct opts {
 	struct band bands[MAX_BANDS];
 	int nbands;
 	double budget; /* -T: seconds per size, as weft-perf's -T; 0: off */
+	bool span;     /* -S: the span of the timed calls on the host's clock, as weft-perf's */
 	bool colls[NCOLL];
 };
 
@@ -138,7 +140,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){.min_bytes = 8, .max_bytes = 64u << 20, .factor = 2};
 	parse_bands("262144:20:5,4194304:10:2,0:4:1", o);
-	while ((c = getopt(argc, argv, "b:e:f:s:T:")) != -1) {
+	while ((c = getopt(argc, argv, "b:e:f:s:T:S")) != -1) {
 		size_t v;
 
 		switch (c) {
@@ -162,6 +164,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'T':
 			if (!budget_parse_seconds(optarg, &o->budget))
 				return -1;
+			break;
+		case 'S':
+			o->span = true;
 			break;
 		default:
 			return -1;
@@ -266,6 +271,30 @@ static double max_over_ranks(double v)
 	return max;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* weft-perf's time per call: each rank's own loop, the slowest rank's (span 0); or, with
+ * -S, from the first rank's first call to the last rank's last call on CLOCK_MONOTONIC,
+ * which the ranks of one host share (tools/weft-perf/perf.c: span_time). -1: the ranks'
+ * starts lie more than a second apart, so their clocks are not one. */
+static double per_call(double t0, double t1, int iters, bool span)
+{
+	double v[3] = {t0, -t0, t1}, m[3];
+
+	if (!span)
+		return max_over_ranks((t1 - t0) / iters);
+	MPI_Allreduce(v, m, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	if (m[0] + m[1] > 1.0)
+		return -1;
+	return (m[2] + m[1]) / iters;
+}
+
 /* weft-perf's -T rule: one warm-up call timed, a fifth of the budget sets the warm-ups (that
  * call among them), the time per call of those after it (or of it alone) sets the timed
  * calls; times are the slowest rank's, so every rank runs the same counts. Without -T, the
@@ -304,9 +333,16 @@ static int one(const struct opts *o, enum coll c, int rank, int n, size_t nomina
 	}
 	warm_up(&r, o->budget, &warmup, &iters);
 	MPI_Barrier(MPI_COMM_WORLD);
-	t0 = MPI_Wtime();
+	t0 = mono_s();
 	post_n(&r, iters);
-	avg = max_over_ranks((MPI_Wtime() - t0) / iters);
+	avg = per_call(t0, mono_s(), iters, o->span);
+	if (avg < 0) {
+		if (rank == 0)
+			fprintf(stderr, "mpi_bench: -S: the ranks' clocks differ (not one host)\n");
+		free(r.send);
+		free(r.recv);
+		return -1;
+	}
 	wrong = count_wrong(&r);
 	MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
 	if (rank == 0) {
@@ -333,9 +369,11 @@ int main(int argc, char **argv)
 		if (rank == 0)
 			fprintf(stderr,
 				"usage: %s [-b MIN] [-e MAX] [-f FACTOR] "
-				"[-s LIMIT:ITERS:WARMUP,...] [-T SECONDS] COLL...\n"
+				"[-s LIMIT:ITERS:WARMUP,...] [-T SECONDS] [-S] COLL...\n"
 				"COLL: allreduce allgather reduce_scatter broadcast alltoall\n"
-				"-T: about SECONDS per size, weft-perf's -T rule (0 = off)\n",
+				"-T: about SECONDS per size, weft-perf's -T rule (0 = off)\n"
+				"-S: time from the first rank's start to the last rank's end "
+				"(one host)\n",
 				argv[0]);
 		MPI_Finalize();
 		return 2;

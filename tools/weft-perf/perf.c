@@ -26,7 +26,8 @@ struct opts {
 	weft_dtype_t dtype;
 	int op;
 	const char *json, *csv, *svg;
-	int corrupt_rank; /* WEFT_PERF_CORRUPT (tests only); -1: none */
+	int corrupt_rank;	/* WEFT_PERF_CORRUPT (tests only); -1: none */
+	int late_rank, late_ms; /* WEFT_PERF_LATE=R:MS (tests only); late_rank -1: none */
 	/* --iters-by-size: sizes up to limit[i] (nominal bytes; 0: any) run iters[i] timed
 	 * calls after warmup[i]; nbands 0: -n and -w for every size */
 	int nbands;
@@ -34,6 +35,7 @@ struct opts {
 	int band_iters[PERF_MAX_BANDS], band_warmup[PERF_MAX_BANDS];
 	bool reg;      /* -R 1: buffers from weft_mem_alloc */
 	double budget; /* -T: seconds per size the counts above are cut to; 0: off */
+	bool span;     /* -S: time the span of every rank's calls on the host's clock */
 };
 
 /* One collective at one size: the buffers of every in-flight slot and how to post it. */
@@ -90,15 +92,21 @@ static void usage(FILE *f, const char *prog)
 	    "                         waitall); 0 = blocking calls (default 0)\n"
 	    "  -R, --register 0|1     1: buffers from weft_mem_alloc, which the ranks of a\n"
 	    "                         host reach directly (default 0: malloc)\n"
+	    "  -S, --span             time from the first rank's first timed call to the last\n"
+	    "                         rank's last on CLOCK_MONOTONIC, which the ranks of one\n"
+	    "                         host share (default: each rank's own loop, the slowest)\n"
 	    "      --json FILE        write the rows and run metadata as JSON\n"
 	    "      --csv FILE         write the rows as CSV (header line, one line per row)\n"
 	    "      --plot FILE.svg    draw busbw and latency against size (SVG)\n"
 	    "  -h, --help             this help\n"
 	    "Environment: WEFT_PERF_CORRUPT=R (tests only) makes rank R change one element of\n"
-	    "its result before each check, so the run must report #wrong > 0 and exit 1.\n"
+	    "its result before each check, so the run must report #wrong > 0 and exit 1;\n"
+	    "WEFT_PERF_LATE=R:MS (tests only) makes rank R start each size's timed calls MS\n"
+	    "milliseconds after the others.\n"
 	    "Size is nccl-tests' size: the whole buffer for allgather, reduce_scatter, alltoall,\n"
 	    "gather and scatter (count = size / element / ranks). Time is the largest of the\n"
-	    "ranks' average times; busbw uses nccl-tests' factors.\n",
+	    "ranks' average times (with -S, the span over all ranks divided by the calls);\n"
+	    "busbw uses nccl-tests' factors.\n",
 	    prog, prog);
 }
 
@@ -194,6 +202,7 @@ static const struct option long_opts[] = {
     {"root", required_argument, NULL, 'r'},
     {"async", required_argument, NULL, 'a'},
     {"register", required_argument, NULL, 'R'},
+    {"span", no_argument, NULL, 'S'},
     {"json", required_argument, NULL, OPT_JSON},
     {"csv", required_argument, NULL, OPT_CSV},
     {"plot", required_argument, NULL, OPT_PLOT},
@@ -314,6 +323,9 @@ static int parse_opt(int c, const char *arg, const char *prog, struct opts *o)
 	case OPT_PLOT:
 		o->svg = arg;
 		return -1;
+	case 'S':
+		o->span = true;
+		return -1;
 	case 'h':
 		usage(stdout, prog);
 		return 0;
@@ -336,6 +348,29 @@ static int parse_corrupt(const char *prog, struct opts *o)
 	return -1;
 }
 
+/* The test-only late start: rank R sleeps MS milliseconds (0 to 10000) after the barrier
+ * that precedes each size's timed calls, before its clock starts (what a rank waiting for
+ * its core does), so -S and the per-rank timing must tell it apart. */
+static int parse_late(const char *prog, struct opts *o)
+{
+	const char *v = getenv("WEFT_PERF_LATE");
+	char rank[16];
+	const char *colon;
+
+	o->late_rank = -1;
+	if (v == NULL || *v == '\0')
+		return -1;
+	colon = strchr(v, ':');
+	if (colon == NULL || (size_t)(colon - v) >= sizeof(rank))
+		return bad(prog, "bad WEFT_PERF_LATE '%s' (RANK:MILLISECONDS)", v);
+	memcpy(rank, v, (size_t)(colon - v));
+	rank[colon - v] = '\0';
+	if (!parse_int(rank, 0, 1 << 30, &o->late_rank) ||
+	    !parse_int(colon + 1, 0, 10000, &o->late_ms))
+		return bad(prog, "bad WEFT_PERF_LATE '%s' (RANK:MILLISECONDS, 0 to 10000)", v);
+	return -1;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	const char *prog = argv[0];
@@ -350,7 +385,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			   .check = true,
 			   .dtype = WEFT_FLOAT32,
 			   .op = WEFT_SUM};
-	while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:N:T:c:d:o:r:a:R:h", long_opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:N:T:c:d:o:r:a:R:Sh", long_opts, NULL)) !=
 	       -1) {
 		ret = parse_opt(c, optarg, prog, o);
 		if (ret >= 0)
@@ -367,7 +402,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		return bad(prog, "%s", "-b is larger than -e");
 	if (o->factor < 2 && o->step_bytes == 0)
 		return bad(prog, "%s", "-f 1 needs -i STEP_BYTES > 0");
-	return parse_corrupt(prog, o);
+	ret = parse_corrupt(prog, o);
+	return ret >= 0 ? ret : parse_late(prog, o);
 }
 
 static bool next_size(const struct opts *o, size_t *s)
@@ -685,9 +721,41 @@ static int warm_up(struct run *r, const struct opts *o, struct perf_row *row)
 	return st == WEFT_OK ? 0 : fail(r, st, "warm-up");
 }
 
+/* Seconds per call of a timed loop that ran from t0 to t1 on this rank: the slowest rank's
+ * own loop; or, with -S, the span from the first rank's t0 to the last rank's t1. A rank
+ * that starts late (waiting for its core while others ran) may find its calls' data there
+ * already and time a short loop of its own, though the calls took the span to finish: where
+ * ranks outnumber cores only the span measures them. CLOCK_MONOTONIC is one clock for the
+ * ranks of one host; starts that lie more than a second apart after a barrier say the
+ * ranks' clocks are not one. */
+static int span_time(struct run *r, bool span, double t0, double t1, int iters, double *avg)
+{
+	double v[3] = {t0, -t0, t1}, m[3];
+	weft_status_t st;
+
+	*avg = (t1 - t0) / iters;
+	if (!span) {
+		st = max_over_ranks(r->comm, avg);
+		return st == WEFT_OK ? 0 : fail(r, st, "allreduce of times after");
+	}
+	st = weft_allreduce(v, m, 3, WEFT_FLOAT64, WEFT_MAX, r->comm, NULL);
+	if (st != WEFT_OK)
+		return fail(r, st, "allreduce of start and end times after");
+	if (m[0] + m[1] > 1.0) {
+		if (r->rank == 0)
+			fprintf(stderr,
+				"weft-perf: -S: the ranks' starts lie %.3g s apart: their clocks "
+				"are not one host's\n",
+				m[0] + m[1]);
+		return -1;
+	}
+	*avg = (m[2] + m[1]) / iters;
+	return 0;
+}
+
 static int measure(struct run *r, const struct opts *o, struct perf_row *row)
 {
-	double t0, avg;
+	double t0, t1, avg;
 	long long wrong = 0, total = 0;
 	weft_status_t st;
 	int ok = fill_bufs(r) == 0;
@@ -702,14 +770,17 @@ static int measure(struct run *r, const struct opts *o, struct perf_row *row)
 	st = weft_barrier(r->comm, NULL);
 	if (st != WEFT_OK)
 		return fail(r, st, "barrier before");
+	if (o->late_rank == r->rank)
+		nanosleep(&(struct timespec){.tv_sec = o->late_ms / 1000,
+					     .tv_nsec = (long)(o->late_ms % 1000) * 1000000L},
+			  NULL);
 	t0 = now_s();
 	st = run_iters(r, row->iters);
-	avg = (now_s() - t0) / row->iters;
+	t1 = now_s();
 	if (st != WEFT_OK)
 		return fail(r, st, "timed run");
-	st = max_over_ranks(r->comm, &avg);
-	if (st != WEFT_OK)
-		return fail(r, st, "allreduce of times after");
+	if (span_time(r, o->span, t0, t1, row->iters, &avg) != 0)
+		return -1;
 	row->time_us = avg * 1e6;
 	row->algbw = avg > 0 ? (double)row->bytes / avg / 1e9 : 0;
 	row->busbw = row->algbw * perf_coll_bus_factor(r->coll, r->n);
@@ -897,7 +968,8 @@ static void fill_meta(struct perf_meta *m, int n, const struct opts *o, int argc
 				.band_limit = o->band_limit,
 				.band_iters = o->band_iters,
 				.band_warmup = o->band_warmup,
-				.time_budget = o->budget};
+				.time_budget = o->budget,
+				.span = o->span};
 	gmtime_r(&now, &tm);
 	strftime(m->date, sizeof(m->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (gethostname(m->host, sizeof(m->host) - 1) != 0)
@@ -937,6 +1009,8 @@ static void print_head(const struct sweep *s, const struct perf_meta *m)
 	}
 	if (o->budget > 0)
 		printf("# time budget per size: %g s (warm-ups within a fifth of it)\n", o->budget);
+	if (o->span)
+		printf("# time: from the first rank's first timed call to the last rank's last\n");
 }
 
 static long long print_tail(const struct sweep *s)
@@ -1048,10 +1122,11 @@ int main(int argc, char **argv)
 		weft_comm_destroy(comm);
 		return 2;
 	}
-	if (o.corrupt_rank >= s.n) {
+	if (o.corrupt_rank >= s.n || o.late_rank >= s.n) {
 		if (s.rank == 0)
-			fprintf(stderr, "weft-perf: WEFT_PERF_CORRUPT=%d is not a rank (of %d)\n",
-				o.corrupt_rank, s.n);
+			fprintf(stderr, "weft-perf: %s=%d is not a rank (of %d)\n",
+				o.corrupt_rank >= s.n ? "WEFT_PERF_CORRUPT" : "WEFT_PERF_LATE",
+				o.corrupt_rank >= s.n ? o.corrupt_rank : o.late_rank, s.n);
 		weft_comm_destroy(comm);
 		return 2;
 	}

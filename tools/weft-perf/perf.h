@@ -58,6 +58,7 @@ struct perf_meta {
 	const size_t *band_limit;
 	const int *band_iters, *band_warmup;
 	double time_budget; /* -T seconds per size; 0: off */
+	bool span;	    /* -S: times are spans over all ranks */
 };
 
 /* Band i of nbands of --iters-by-size serves every size the bands before it left: it has

@@ -84,6 +84,8 @@ static void json_meta(FILE *f, const struct perf_meta *m)
 		fprintf(f, ", \"time_budget_s\": %.15g", m->time_budget);
 	else
 		fprintf(f, ", \"time_budget_s\": null");
+	/* -S: a row's time is the span from the first rank's start to the last rank's end */
+	fprintf(f, ", \"timing\": \"%s\"", m->span ? "span" : "slowest_rank");
 	fprintf(f, "},\n");
 }
 

@@ -50,6 +50,7 @@ d, want, ranks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 j = json.load(open(d + "/r.json"))
 assert j["meta"]["ranks"] == ranks, j["meta"]
 assert "iters_by_size" in j["meta"], j["meta"]
+assert j["meta"]["timing"] == "slowest_rank", j["meta"]
 for k in ("weft_version", "date", "hostname"):
     assert j["meta"][k], k
 assert len(j["rows"]) == want, len(j["rows"])
@@ -79,6 +80,18 @@ colls = {r["collective"] for r in j["rows"]}
 for c in colls:
     assert c in texts, "legend lacks " + c
 PY
+}
+
+# A bad value of the test hook VAR is refused before the sweep, on every rank, naming VAR.
+bad_hook() {
+	local var=$1 v rc
+	shift
+	for v in "$@"; do
+		env "$var=$v" timeout 25 "$weftrun" -n 2 "$perf" allreduce -b 8 -e 8 >"$out" 2>"$err"
+		rc=$?
+		[ "$rc" -eq 2 ] || fail "$var=$v exited $rc, want 2"
+		grep -q "$var" "$err" || fail "$var=$v: no message"
+	done
 }
 
 case "$case_name" in
@@ -174,6 +187,35 @@ PY
 	done
 	check_files 8 2
 	;;
+span_n2)
+	# Rank 1 starts its 5 timed broadcasts 300 ms after rank 0, whose calls do not wait
+	# for it (the ring has room): each rank's own loop is short, so the per-rank time
+	# stays far below 300 ms / 5, while -S spans rank 0's start to rank 1's end.
+	for span in "" -S; do
+		WEFT_PERF_LATE=1:300 timeout 25 "$weftrun" -n 2 "$perf" broadcast -b 8 -e 8 -n 5 \
+			-w 1 -c 1 $span --json "$dir/r.json" >"$out" 2>"$err"
+		rc=$?
+		[ "$rc" -eq 0 ] || fail "WEFT_PERF_LATE=1:300 broadcast $span exited $rc"
+		check_table 1
+		if [ -n "$span" ]; then
+			grep -q "^# time: from the first rank's first timed call" "$out" ||
+				fail "-S: the header does not say how it times"
+		fi
+		python3 - "$dir" "$span" <<'PY' || fail "the time of a late rank's calls is wrong ($span)"
+import json, sys
+j = json.load(open(sys.argv[1] + "/r.json"))
+span = sys.argv[2] == "-S"
+assert j["meta"]["timing"] == ("span" if span else "slowest_rank"), j["meta"]
+(r,) = j["rows"]
+assert r["iters"] == 5 and r["wrong"] == 0, r
+if span:
+    assert 60000 <= r["time_us"] < 1e6, r
+else:
+    assert r["time_us"] < 20000, r
+PY
+	done
+	bad_hook WEFT_PERF_LATE x 1 1:x 1:-5 1:10001 :5 2:5
+	;;
 bad_args)
 	for args in "" "nosuchcoll" "allreduce -b" "allreduce -b 1X" "allreduce -e -5" \
 		"allreduce -f 0" "allreduce -f 1" "allreduce -n 0" "allreduce -c 2" \
@@ -211,14 +253,7 @@ corrupt_n2)
 	# The same run without the hook is clean.
 	run 2 allreduce "${SMALL[@]}"
 	check_table 7
-	# A bad hook value is refused before the sweep, on every rank.
-	for v in x 2 -1; do
-		WEFT_PERF_CORRUPT=$v timeout 25 "$weftrun" -n 2 "$perf" allreduce -b 8 -e 8 \
-			>"$out" 2>"$err"
-		rc=$?
-		[ "$rc" -eq 2 ] || fail "WEFT_PERF_CORRUPT=$v exited $rc, want 2"
-		grep -q WEFT_PERF_CORRUPT "$err" || fail "WEFT_PERF_CORRUPT=$v: no message"
-	done
+	bad_hook WEFT_PERF_CORRUPT x 2 -1
 	;;
 *)
 	echo "unknown case $case_name" >&2
