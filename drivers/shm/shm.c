@@ -35,6 +35,15 @@
  * frames would fault on both sides for its whole first lap (a 16 KiB allreduce took 20 us
  * instead of 4 for its first 256 calls). */
 #define SHM_WARM_FRAME (8u << 10)
+/* Until a ring carries a frame of SHM_WARM_FRAME (which maps and touches the hot window),
+ * its producer keeps to the first 64 KiB, which both sides touch as they connect: a frame
+ * of a few KiB would otherwise start a page of the window every few frames, and each page's
+ * first touch costs 30-40 us here (both sides, see ring_warm), so a 2-rank exchange of
+ * 1 KiB messages stalled on every fourth call for the ring's first 2 MiB (the first 1900
+ * calls: 20 us a call on average, 0.6 us after). The small window is a preference, not a
+ * limit: a producer whose consumer lags goes on past it (small_wrap), as far as the ring
+ * has room, rather than wait. */
+#define SHM_SMALL_WINDOW ((uint64_t)WT_SHM_SMALL_WINDOW)
 
 extern const wt_link_ops_t wt_shm_ops;
 
@@ -574,6 +583,19 @@ static weft_status_t bell_connect(int peer, const struct wt_shm_blob *b, int *so
 	return WEFT_OK;
 }
 
+/* Touches every page of data[from, to) once (see ring_warm): read, or with
+ * MADV_POPULATE_WRITE read and stored back. */
+static void ring_touch(uint8_t *data, uint64_t from, uint64_t to, int advice)
+{
+	(void)madvise(data + from, to - from, advice);
+	for (uint64_t off = from; off < to; off += 4096) {
+		uint8_t v = __atomic_load_n(data + off, __ATOMIC_RELAXED);
+
+		if (advice == MADV_POPULATE_WRITE)
+			__atomic_store_n(data + off, v, __ATOMIC_RELAXED);
+	}
+}
+
 static weft_status_t peer_attach(wt_link_t *l, int peer, const struct wt_shm_blob *b)
 {
 	struct shm_peer *p = &l->peers[peer];
@@ -651,6 +673,9 @@ static weft_status_t shm_connect(wt_link_t *l, int peer, const void *blob, size_
 	}
 	p->rx_data = (uint8_t *)p->rx_ctl + WT_SHM_ALIGN;
 	p->tx_data = (uint8_t *)p->tx_ctl + WT_SHM_ALIGN;
+	/* No frame yet: the producer may store back what it reads (SHM_SMALL_WINDOW). */
+	ring_touch(p->tx_data, 0, SHM_SMALL_WINDOW, MADV_POPULATE_WRITE);
+	ring_touch(p->rx_data, 0, SHM_SMALL_WINDOW, MADV_POPULATE_READ);
 	p->state = SHM_PEER_UP;
 	l->active[l->nactive++] = peer;
 	return WEFT_OK;
@@ -679,6 +704,8 @@ static weft_status_t peer_usable(wt_link_t *l, int peer)
 
 /* Room for need bytes at head? Reads the consumer's tail only when the cached one says
  * no, and asks the consumer to ring our doorbell when it frees space. */
+/* Whether need bytes fit after head: 1 yes, 0 no (the consumer is then asked to ring when
+ * it frees some), -1 a bad tail. */
 static int tx_room(wt_link_t *l, int peer, uint64_t head, uint64_t need)
 {
 	struct shm_peer *p = &l->peers[peer];
@@ -729,6 +756,30 @@ static uint64_t hot_window(const wt_link_t *l)
 	return l->nactive <= 1 ? SHM_HOT_ONE_PEER : SHM_HOT_PEERS;
 }
 
+_Static_assert(SHM_SMALL_WINDOW >= 2 * ((uint64_t)SHM_WARM_FRAME + WT_SHM_REC_HDR),
+	       "the small window holds two of the frames that keep to it");
+
+static uint64_t tx_window(const wt_link_t *l, const struct shm_peer *p)
+{
+	return p->tx_warm != 0 ? hot_window(l) : SHM_SMALL_WINDOW;
+}
+
+/* Past the small window, with room before the ring's end: whether to go back to the start
+ * (total bytes with the skipped end). Only when the consumer keeps up, half the window or
+ * less in flight by the tail it has published now: one that lags leaves the producer going
+ * on, so the ring still buffers up to its whole size for a consumer that is not there yet
+ * (blocking sends of small messages complete as the ring takes them). */
+static int small_wrap(wt_link_t *l, int peer, uint64_t head, uint64_t total)
+{
+	struct shm_peer *p = &l->peers[peer];
+	uint64_t t = atomic_load_explicit(&p->tx_ctl->tail, memory_order_acquire);
+
+	if (head - t > WT_SHM_RING_CAP || (t & 7u))
+		return 0; /* tx_room() reports it */
+	p->tx_tail_cache = t;
+	return head - t <= SHM_SMALL_WINDOW / 2 && WT_SHM_RING_CAP - (head - t) >= total;
+}
+
 /* Only the hot window is ever written (a frame starting inside it ends inside it: the
  * static check above), so only it is backed: at most 2 of the ring's 4 MiB, and as much as
  * the window is now (1 MiB with several peers; a window that grows later is warmed again).
@@ -746,13 +797,7 @@ static void ring_warm(const wt_link_t *l, uint8_t *data, uint64_t *warm, int adv
 
 	if (*warm >= w)
 		return;
-	(void)madvise(data + *warm, w - *warm, advice);
-	for (uint64_t off = *warm; off < w; off += 4096) {
-		uint8_t v = __atomic_load_n(data + off, __ATOMIC_RELAXED);
-
-		if (advice == MADV_POPULATE_WRITE)
-			__atomic_store_n(data + off, v, __ATOMIC_RELAXED);
-	}
+	ring_touch(data, *warm, w, advice);
 	*warm = w;
 }
 
@@ -801,9 +846,12 @@ static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, i
 	gap = WT_SHM_RING_CAP - off;
 	need = WT_SHM_REC_HDR + round8(len);
 	/* Frames are contiguous: when one does not fit before the end, skip to the start; and
-	 * skip there once past the hot window too, when the frame fits before us (else the
-	 * room it waits for could never come). */
-	wrap = need > gap || (off >= need && off + need > hot_window(l));
+	 * skip there once past the window too, when the frame fits before us (else the room
+	 * it waits for could never come). Past the small window, a start still in use means
+	 * going on instead (SHM_SMALL_WINDOW). */
+	wrap = need > gap || (off >= need && off + need > tx_window(l, p));
+	if (wrap && need <= gap && p->tx_warm == 0 && !small_wrap(l, peer, head, gap + need))
+		wrap = 0;
 	total_need = !wrap ? need : gap + need;
 	room = tx_room(l, peer, head, total_need);
 	if (room < 0)

@@ -15,6 +15,9 @@
 #define WT_SHM_RING_STRIDE ((uint64_t)WT_SHM_ALIGN + WT_SHM_RING_CAP)
 #define WT_SHM_REC_HDR 8u	/* u32 length, u32 reserved; records 8-aligned */
 #define WT_SHM_WRAP 0xffffffffu /* length that means "continue at ring start" */
+/* Where a producer goes back to the start of a ring that has carried only small frames
+ * while its consumer keeps up (see shm.c); not part of the layout peers rely on. */
+#define WT_SHM_SMALL_WINDOW (64u << 10)
 /* After the rings: the slot area (WT_LINK_CAP_SLOTS) peers map read only. Pages are only
  * backed once written, so the size costs address space, not memory. */
 #define WT_SHM_SLOT_BYTES (273u << 20) /* 64 regions of the API's (4363 KiB apart) */

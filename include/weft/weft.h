@@ -160,8 +160,10 @@ WEFT_API weft_status_t weft_barrier(weft_comm_t *comm, weft_request_t **req);
  * fills the front of buf); a longer message fails the receive with WEFT_ERR_MISMATCH and
  * both sizes in weft_comm_last_error. peer == own rank is invalid. count 0 sends and
  * receives nothing (no message is exchanged, so both sides must agree). A blocking send
- * of a large message waits for the matching receive: post rings of sends and receives
- * inside a group, or with requests. */
+ * of a message up to the eager limit (WEFT_EAGER_LIMIT, 8 KiB by default) does not wait
+ * for the matching receive (what the link cannot take is copied); a blocking send of a
+ * large message waits for it: post rings of sends and receives inside a group, or with
+ * requests. */
 WEFT_API weft_status_t weft_send(const void *buf, size_t count, weft_dtype_t dtype, int peer,
 				 int tag, weft_comm_t *comm, weft_request_t **req);
 WEFT_API weft_status_t weft_recv(void *buf, size_t count, weft_dtype_t dtype, int peer, int tag,

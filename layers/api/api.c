@@ -308,7 +308,9 @@ static weft_status_t run_ex(weft_comm_t *comm, const wt_sched_args_t *args, cons
 	if (noop)
 		st = wt_api_req_done_now(comm, args->coll, &r);
 	else
-		st = wt_api_coll_start(comm, args, sendbuf, recvbuf, tag, &r);
+		/* a group's own calls are driven by weft_group_end's waits: waking the
+		 * thread for each would have it fight the caller for the lock and a core */
+		st = wt_api_coll_start(comm, args, sendbuf, recvbuf, tag, !defer, &r);
 	if (st != WEFT_OK)
 		return st;
 	if (req != NULL) {
@@ -769,6 +771,10 @@ WEFT_API weft_status_t weft_group_end(weft_comm_t *comm)
 	if (--comm->group_depth > 0)
 		return WEFT_OK;
 	first = comm->group_err;
+	/* One waiter for the whole group: between two of its waits the progress thread
+	 * would otherwise be called back for the calls still running, and fight us for
+	 * the lock and a core. */
+	wt_api_waiter_enter(comm->ctx);
 	for (size_t i = 0; i < comm->ngroup; i++) {
 		weft_status_t st = wt_api_wait_own(&comm->group[i]);
 		if (st != WEFT_OK && first == WEFT_OK) {
@@ -776,6 +782,7 @@ WEFT_API weft_status_t weft_group_end(weft_comm_t *comm)
 			snprintf(comm->group_msg, sizeof(comm->group_msg), "%s", comm->last_error);
 		}
 	}
+	wt_api_waiter_exit(comm->ctx);
 	comm->ngroup = 0;
 	comm->group_err = WEFT_OK;
 	if (first != WEFT_OK)
@@ -801,15 +808,25 @@ WEFT_API weft_status_t weft_waitall(weft_request_t **reqs, size_t n)
 {
 	weft_status_t first = WEFT_OK;
 
+	wt_api_ctx_t *ctx = NULL;
+
 	if (reqs == NULL && n > 0)
 		return WEFT_ERR_INVALID_ARG;
 	for (size_t i = 0; i < n; i++) {
 		weft_status_t st;
 		if (reqs[i] == NULL)
 			continue;
+		/* one waiter for them all, as weft_group_end (requests of one context; the
+		 * first one's is counted) */
+		if (ctx == NULL) {
+			ctx = reqs[i]->comm->ctx;
+			wt_api_waiter_enter(ctx);
+		}
 		st = wt_api_wait_one(&reqs[i]);
 		if (st != WEFT_OK && first == WEFT_OK)
 			first = st;
 	}
+	if (ctx != NULL)
+		wt_api_waiter_exit(ctx);
 	return first;
 }

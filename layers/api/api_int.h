@@ -300,10 +300,11 @@ void wt_api_fini_broken(wt_api_ctx_t *ctx);
 weft_status_t wt_api_check_args(weft_comm_t *comm, const wt_sched_args_t *args);
 
 /* request.c */
-/* tag: the user tag of a send / recv (args->coll says which); ignored otherwise. Wakes
- * the progress engine for the new request. */
+/* tag: the user tag of a send / recv (args->coll says which); ignored otherwise. wake:
+ * wake the progress engine for the new request (0: its caller waits for it soon and
+ * drives progress then, as weft_group_end does for the calls of a group). */
 weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
-				void *recvbuf, int tag, weft_request_t **req);
+				void *recvbuf, int tag, int wake, weft_request_t **req);
 /* Start and wait at once (a blocking call): no wake-up of the progress thread, since the
  * caller drives progress itself. */
 weft_status_t wt_api_coll_run(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,

@@ -273,7 +273,7 @@ static weft_status_t comm_allgather(weft_comm_t *comm, const char *what, const v
 	args.size = comm->size;
 	args.seg_bytes = comm->ctx->cfg.seg_bytes;
 	args.slot_bytes = comm->slot_bytes;
-	st = wt_api_coll_start(comm, &args, mine, all, 0, &r);
+	st = wt_api_coll_start(comm, &args, mine, all, 0, 0, &r);
 	if (st == WEFT_OK)
 		st = wt_api_wait_own(&r);
 	if (st != WEFT_OK) {

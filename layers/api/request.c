@@ -516,9 +516,10 @@ weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_
 }
 
 /* Start req (initialised; on its caller's stack if the caller blocks on it) on plan
- * (owned: the caller's reference, dropped here). On failure req is released. */
+ * (owned: the caller's reference, dropped here), waking the progress thread for it if
+ * wake. On failure req is released. */
 static weft_status_t coll_launch(weft_comm_t *comm, wt_sched_plan_t *plan, int owned,
-				 const void *sendbuf, void *recvbuf, weft_request_t *req)
+				 const void *sendbuf, void *recvbuf, weft_request_t *req, int wake)
 {
 	wt_api_ctx_t *ctx = comm->ctx;
 	int will_wait = req->on_stack;
@@ -578,14 +579,15 @@ static weft_status_t coll_launch(weft_comm_t *comm, wt_sched_plan_t *plan, int o
 	if (!atomic_load(&req->done))
 		wt_api_comm_link_req_locked(comm, req);
 	pthread_mutex_unlock(&ctx->lock);
-	if (!will_wait)
+	if (wake && !will_wait)
 		wt_api_wake(ctx);
 	return WEFT_OK;
 }
 
 /* req: the blocking caller's request on its stack, or NULL for a new one. */
 static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
-				void *recvbuf, int tag, weft_request_t *req, weft_request_t **out)
+				void *recvbuf, int tag, weft_request_t *req, int wake,
+				weft_request_t **out)
 {
 	int will_wait = req != NULL;
 	wt_sched_plan_t *plan;
@@ -607,7 +609,7 @@ static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 		req_release(req);
 		return st;
 	}
-	st = coll_launch(comm, plan, owned, sendbuf, recvbuf, req);
+	st = coll_launch(comm, plan, owned, sendbuf, recvbuf, req, wake);
 	if (st != WEFT_OK)
 		return st;
 	/* A blocking collective from the memo: the next call of its shape may replay it. */
@@ -625,9 +627,9 @@ static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 }
 
 weft_status_t wt_api_coll_start(weft_comm_t *comm, const wt_sched_args_t *args, const void *sendbuf,
-				void *recvbuf, int tag, weft_request_t **out)
+				void *recvbuf, int tag, int wake, weft_request_t **out)
 {
-	return coll_start(comm, args, sendbuf, recvbuf, tag, NULL, out);
+	return coll_start(comm, args, sendbuf, recvbuf, tag, NULL, wake, out);
 }
 
 /* The end of a blocking call whose start succeeded. */
@@ -644,7 +646,7 @@ weft_status_t wt_api_coll_run(weft_comm_t *comm, const wt_sched_args_t *args, co
 			      void *recvbuf, int tag)
 {
 	weft_request_t own, *req;
-	weft_status_t st = coll_start(comm, args, sendbuf, recvbuf, tag, &own, &req);
+	weft_status_t st = coll_start(comm, args, sendbuf, recvbuf, tag, &own, 0, &req);
 
 	return st != WEFT_OK ? st : coll_finish(req);
 }
@@ -655,7 +657,7 @@ weft_status_t wt_api_replay(weft_comm_t *comm, const void *sendbuf, void *recvbu
 	weft_status_t st;
 
 	req_init(&own, comm, comm->replay.coll, 1);
-	st = coll_launch(comm, comm->replay.plan, 0, sendbuf, recvbuf, &own);
+	st = coll_launch(comm, comm->replay.plan, 0, sendbuf, recvbuf, &own, 0);
 	return st != WEFT_OK ? st : coll_finish(&own);
 }
 

@@ -127,6 +127,8 @@ struct frame {
 	wt_chan_op_t *op;
 	int stream;
 	int complete_on_take;
+	uint8_t *held; /* an eager frame's own copy of its bytes (frame_hold), or NULL */
+	int in_fifo;   /* in its peer's FIFO (not yet handed to the link) */
 	uint8_t hdr[WT_CHAN_HDR_LEN];
 	struct iovec iov_in[WT_CHAN_FRAME_IOV];
 	struct iovec *iov;
@@ -540,6 +542,8 @@ static struct frame *frame_alloc(wt_chan_t *ch, wt_chan_op_t *op)
 	f->op = op;
 	f->stream = 0;
 	f->complete_on_take = 0;
+	f->held = NULL;
+	f->in_fifo = 0;
 	f->iov = f->iov_in;
 	f->iovcnt = 0;
 	f->type = 0;
@@ -554,6 +558,8 @@ static void frame_release(wt_chan_t *ch, struct frame *f)
 
 	if (f->iov != f->iov_in)
 		free(f->iov);
+	free(f->held);
+	f->held = NULL;
 	f->iov = NULL;
 	f->op = NULL;
 	f->next = ch->free_frames;
@@ -605,6 +611,7 @@ static void inlink_remove(wt_chan_t *ch, struct frame *f)
 
 static void fifo_unlink(struct peer *p, struct frame *f)
 {
+	f->in_fifo = 0;
 	if (f->prev != NULL)
 		f->prev->next = f->next;
 	else
@@ -768,6 +775,7 @@ static void fifo_push(wt_chan_t *ch, int pi, struct frame *f)
 
 	f->next = NULL;
 	f->prev = p->qtail;
+	f->in_fifo = 1;
 	if (p->qtail != NULL)
 		p->qtail->next = f;
 	else
@@ -1692,6 +1700,38 @@ static void op_discard_new(wt_chan_t *ch, wt_chan_op_t *op)
 	op_maybe_free(ch, op);
 }
 
+/* An eager frame left in its peer's FIFO (the link full, or frames queued before it): its
+ * bytes are copied out so that the send completes now, as a buffered send, whatever the
+ * receiver does; a blocking send of an eager-sized message so never waits for its receive,
+ * however little the link buffers. Without memory it completes on take, as before. (A
+ * frame a link holds, WEFT_INPROGRESS, may still be read from where it points: it
+ * completes when the link is done with it.) */
+static void frame_hold(wt_chan_t *ch, struct frame *f)
+{
+	size_t len = 0, at = 0;
+	uint8_t *b;
+
+	for (int i = 1; i < f->iovcnt; i++)
+		len += f->iov[i].iov_len;
+	b = malloc(len ? len : 1);
+	if (b == NULL)
+		return;
+	for (int i = 1; i < f->iovcnt; i++) {
+		memcpy(b + at, f->iov[i].iov_base, f->iov[i].iov_len);
+		at += f->iov[i].iov_len;
+	}
+	if (f->iov != f->iov_in) {
+		f->iov_in[0] = f->iov[0];
+		free(f->iov);
+		f->iov = f->iov_in;
+	}
+	f->iov_in[1] = (struct iovec){.iov_base = b, .iov_len = len};
+	f->iovcnt = 2;
+	f->held = b;
+	f->complete_on_take = 0;
+	op_finish(ch, f->op, WEFT_OK, f->op->total, NULL);
+}
+
 static weft_status_t post_eager(wt_chan_t *ch, wt_chan_op_t *op)
 {
 	struct frame *f = frame_alloc(ch, op);
@@ -1710,6 +1750,9 @@ static weft_status_t post_eager(wt_chan_t *ch, wt_chan_op_t *op)
 	}
 	f->complete_on_take = 1;
 	fifo_push(ch, op->peer, f);
+	/* Not taken (that would have finished the op), nor failed with its peer. */
+	if (!op->finished && f->in_fifo)
+		frame_hold(ch, f);
 	return WEFT_OK;
 }
 
@@ -2273,6 +2316,7 @@ static void free_frames(struct frame *f)
 
 		if (f->iov != f->iov_in)
 			free(f->iov);
+		free(f->held);
 		free(f);
 		f = n;
 	}

@@ -785,22 +785,17 @@ done:
 	assert_int_equal(dev_shm_weft_entries(), 0);
 }
 
-/* A frame length past the ring end, written into rank 1's receive ring for rank 0. */
-static void test_shm_corrupt_ring(void **state)
+/* rank 1's receive ring for rank 0, mapped here (both links live in this process). */
+static struct wt_shm_ring_ctl *rx_ring_of(wt_link_t *l)
 {
-	struct pair p;
 	struct wt_shm_blob b;
 	uint8_t blob[WT_LINK_ADDR_MAX];
 	size_t len;
 	char path[64];
 	int fd;
-	struct wt_shm_ring_ctl *ctl;
-	uint8_t *data;
+	void *ctl;
 
-	(void)state;
-	pair_open(&p, "tok", "tok", WAIT_S);
-	exchange(&p, 2);
-	get_addr(p.l[1], blob, &len);
+	get_addr(l, blob, &len);
 	assert_int_equal(len, sizeof(b));
 	memcpy(&b, blob, sizeof(b));
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", b.pid, b.memfd);
@@ -810,6 +805,20 @@ static void test_shm_corrupt_ring(void **state)
 		   (off_t)WT_SHM_RING_OFF);
 	assert_true(ctl != MAP_FAILED);
 	close(fd);
+	return ctl;
+}
+
+/* A frame length past the ring end, written into rank 1's receive ring for rank 0. */
+static void test_shm_corrupt_ring(void **state)
+{
+	struct pair p;
+	struct wt_shm_ring_ctl *ctl;
+	uint8_t *data;
+
+	(void)state;
+	pair_open(&p, "tok", "tok", WAIT_S);
+	exchange(&p, 2);
+	ctl = rx_ring_of(p.l[1]);
 	data = (uint8_t *)ctl + WT_SHM_ALIGN;
 	{
 		uint64_t head = atomic_load(&ctl->head);
@@ -819,6 +828,104 @@ static void test_shm_corrupt_ring(void **state)
 		atomic_store(&ctl->head, head + 64);
 	}
 	assert_int_equal(wait_peer_error(p.l[1], 0, NULL, WAIT_S), WEFT_ERR_PROTOCOL);
+	munmap(ctl, WT_SHM_RING_STRIDE);
+	pair_close(&p);
+}
+
+static weft_status_t send_small(wt_link_t *l, uint32_t i, size_t len)
+{
+	uint8_t buf[8192];
+	struct iovec iov = {buf, len};
+
+	for (size_t j = 0; j < len; j++)
+		buf[j] = (uint8_t)(i * 31u + j);
+	return ops->send(l, 1, &iov, 1, NULL);
+}
+
+/* Polls rank 1 until it has taken frames up to number upto from rank 0, each checked
+ * against send_small. */
+static void recv_small(wt_link_t *l, uint32_t *next, uint32_t upto, size_t len)
+{
+	wt_link_event_t ev[MAX_EV];
+	uint64_t dl = wt_util_deadline_in(WAIT_S);
+
+	while (*next < upto) {
+		int n = ops->poll(l, ev, MAX_EV);
+
+		assert_true(n >= 0);
+		for (int k = 0; k < n; k++) {
+			assert_int_equal(ev[k].type, WT_LINK_EV_FRAME);
+			assert_int_equal(ev[k].len, len);
+			for (size_t j = 0; j < len; j++)
+				assert_int_equal(((const uint8_t *)ev[k].data)[j],
+						 (uint8_t)(*next * 31u + j));
+			(*next)++;
+		}
+		assert_false(wt_util_deadline_passed(dl));
+	}
+}
+
+/* A ring that has carried only small frames: while its consumer keeps up, the producer
+ * keeps to the first WT_SHM_SMALL_WINDOW bytes (each lap starts at 0 again); a consumer
+ * that stops early in a lap leaves it going on to the ring's end rather than waiting at
+ * the window; after one large frame it walks the large window. */
+static void test_shm_small_window(void **state)
+{
+	const size_t len = 1000, rec = WT_SHM_REC_HDR + 1000;
+	struct pair p;
+	struct wt_shm_ring_ctl *ctl;
+	uint32_t sent = 0, got = 0;
+	uint64_t head, most = 0;
+
+	(void)state;
+	pair_open(&p, "tok", "tok", WAIT_S);
+	ctl = rx_ring_of(p.l[1]);
+	/* In step: every frame ends inside the small window, lap after lap. */
+	for (; sent < 300; sent++) {
+		assert_int_equal(send_small(p.l[0], sent, len), WEFT_OK);
+		recv_small(p.l[1], &got, sent + 1, len);
+		head = atomic_load(&ctl->head);
+		assert_true((head & (WT_SHM_RING_CAP - 1)) <= WT_SHM_SMALL_WINDOW);
+	}
+	assert_true(atomic_load(&ctl->head) / WT_SHM_RING_CAP >= 300 * rec / WT_SHM_SMALL_WINDOW);
+	/* On in step to the first frame of a lap, then the consumer stops: with more than half
+	 * the window in flight at its end, the producer goes on, and fills the ring. */
+	for (;; sent++) {
+		assert_int_equal(send_small(p.l[0], sent, len), WEFT_OK);
+		recv_small(p.l[1], &got, sent + 1, len);
+		if ((atomic_load(&ctl->head) & (WT_SHM_RING_CAP - 1)) == rec)
+			break;
+		assert_true(sent < 1000);
+	}
+	sent++;
+	/* (the poll after a delivery releases what it delivered, past the lap's start) */
+	assert_int_equal(ops->poll(p.l[1], NULL, 0), 0);
+	while (send_small(p.l[0], sent, len) == WEFT_OK)
+		sent++;
+	assert_true((uint64_t)(sent - got) * rec >= WT_SHM_RING_CAP - 2 * WT_SHM_SMALL_WINDOW);
+	assert_int_equal(send_small(p.l[0], sent, len), WT_AGAIN);
+	recv_small(p.l[1], &got, sent, len);
+	/* Drained: after the lap in progress, back to the small window. */
+	for (uint32_t k = 0; k < 100; k++, sent++) {
+		assert_int_equal(send_small(p.l[0], sent, len), WEFT_OK);
+		recv_small(p.l[1], &got, sent + 1, len);
+	}
+	for (uint32_t k = 0; k < 100; k++, sent++) {
+		assert_int_equal(send_small(p.l[0], sent, len), WEFT_OK);
+		recv_small(p.l[1], &got, sent + 1, len);
+		head = atomic_load(&ctl->head);
+		assert_true((head & (WT_SHM_RING_CAP - 1)) <= WT_SHM_SMALL_WINDOW);
+	}
+	/* One frame of 8 KiB: from then on the producer walks the large window. */
+	assert_int_equal(send_small(p.l[0], sent, 8192), WEFT_OK);
+	recv_small(p.l[1], &got, ++sent, 8192);
+	for (uint32_t k = 0; k < 300; k++, sent++) {
+		assert_int_equal(send_small(p.l[0], sent, len), WEFT_OK);
+		recv_small(p.l[1], &got, sent + 1, len);
+		head = atomic_load(&ctl->head) & (WT_SHM_RING_CAP - 1);
+		most = head > most ? head : most;
+	}
+	assert_true(most > WT_SHM_SMALL_WINDOW + 200 * rec);
 	munmap(ctl, WT_SHM_RING_STRIDE);
 	pair_close(&p);
 }
@@ -1521,6 +1628,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_shm_stores_setting),
 	    cmocka_unit_test(test_shm_arm_releases),
 	    cmocka_unit_test(test_shm_corrupt_ring),
+	    cmocka_unit_test(test_shm_small_window),
 	    cmocka_unit_test(test_shm_child_killed),
 	};
 	const struct CMUnitTest tcp_only[] = {
