@@ -38,6 +38,9 @@ weft_status_t wt_sched_reduce_scatter_slots(const wt_sched_args_t *args, wt_sche
 weft_status_t wt_sched_bcast_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_reduce_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
 weft_status_t wt_sched_alltoall_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
+/* The most bytes a rank publishes in an alltoall through the slots of blk-byte blocks
+ * (the first and last rank leave their own block out). */
+size_t wt_sched_alltoall_slot_most(int size, size_t blk);
 weft_status_t wt_sched_barrier_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
 /* Slot calls a piece of len bytes per rank takes when it goes through the slots in parts of
  * *part bytes (a slot's worth of whole elements): 1 when it fits one slot, 0 when the slots

@@ -310,6 +310,24 @@ weft_status_t wt_sched_reduce_slots(const wt_sched_args_t *a, wt_sched_plan_t *p
 /* Every rank publishes its whole send buffer; block q of ours comes from rank q's slot at
  * our block. In place (SEND == RECV) the PUT reads everything before any block is written
  * and our own block stays where it is. */
+/* Where rank r's slot starts in its send buffer for an alltoall of blk-byte blocks: the
+ * first and the last rank leave out their own block, which no one reads (the others'
+ * blocks for the peers lie on both sides of theirs). */
+static size_t a2a_lo(int r, size_t blk)
+{
+	return r == 0 ? blk : 0;
+}
+
+static size_t a2a_publish(int r, int size, size_t blk)
+{
+	return (r == 0 || r == size - 1 ? (size_t)size - 1 : (size_t)size) * blk;
+}
+
+size_t wt_sched_alltoall_slot_most(int size, size_t blk)
+{
+	return a2a_publish(size > 2 ? 1 : 0, size, blk);
+}
+
 weft_status_t wt_sched_alltoall_slots(const wt_sched_args_t *a, wt_sched_plan_t *p)
 {
 	sl_t g;
@@ -318,18 +336,19 @@ weft_status_t wt_sched_alltoall_slots(const wt_sched_args_t *a, wt_sched_plan_t 
 	mine = (size_t)a->rank * blk;
 	if (blk == 0 || a->size == 1)
 		return sl_local(a, p, mine, mine, blk);
-	if (sl_fits(a, p, blk * (size_t)a->size))
+	/* the most any rank publishes, so that every rank decides alike */
+	if (sl_fits(a, p, wt_sched_alltoall_slot_most(a->size, blk)))
 		return WEFT_ERR_UNSUPPORTED;
 	if (sl_init(&g, a, p))
 		return WEFT_ERR_NO_MEMORY;
-	sl_publish(&g, WT_SCHED_BUF_SEND, 0, blk * (size_t)a->size);
+	sl_publish(&g, WT_SCHED_BUF_SEND, a2a_lo(a->rank, blk), a2a_publish(a->rank, a->size, blk));
 	sl_wait_all(&g);
 	for (int q = 0; q < a->size; q++) {
 		int deps[2] = {g.wait_of[q], g.put};
 
 		if (q != a->rank)
-			wt_sched_slot_copy(p, WT_SCHED_BUF_RECV, (size_t)q * blk, q, mine, blk, 2,
-					   deps);
+			wt_sched_slot_copy(p, WT_SCHED_BUF_RECV, (size_t)q * blk, q,
+					   mine - a2a_lo(q, blk), blk, 2, deps);
 		else if (!a->in_place)
 			wt_sched_copy(p, WT_SCHED_BUF_RECV, mine, WT_SCHED_BUF_SEND, mine, blk, 0,
 				      NULL);

@@ -371,11 +371,14 @@ static void test_full_slot(void **state)
 	(void)state;
 	for (size_t ci = 0; ci < NCOLLS; ci++)
 		for (int n = 2; n <= 4; n++) {
-			int many =
-			    colls[ci] == WT_COLL_REDUCE_SCATTER || colls[ci] == WT_COLL_ALLTOALL;
+			/* blocks in the fullest slot: an alltoall's first and last ranks
+			 * leave their own out, so at 2 ranks each publishes one */
+			size_t many = colls[ci] == WT_COLL_REDUCE_SCATTER ? (size_t)n
+				      : colls[ci] == WT_COLL_ALLTOALL	  ? (size_t)(n == 2 ? 1 : n)
+									  : 1;
 			cfg_t c = {.coll = colls[ci],
 				   .n = n,
-				   .count = cap / 4 / (many ? (size_t)n : 1),
+				   .count = cap / 4 / many,
 				   .dt = WEFT_FLOAT32,
 				   .op = WEFT_SUM,
 				   .root = n - 1,
@@ -1764,7 +1767,9 @@ static void test_selection(void **state)
 	}
 	/* With more ranks than cores (the API's cost: alpha 6.5x, slot reads at 0.3 of gamma,
 	 * 1 MiB slots) an allgather of 1 and 4 MiB blocks goes through the slots in parts; with
-	 * a core per rank (shm cost, core-per-rank slots) 2 ranks keep the ring. */
+	 * a core per rank (shm cost, core-per-rank slots) 2 ranks take them too (priced as the
+	 * ring's messages without their alpha), and an alltoall while its send buffer fits a
+	 * slot. */
 	{
 		const wt_sched_cost_t over = {9.75e-6, 1 / 6e9, 1 / 8e9, 0.3};
 		size_t big = wt_sched_slot_capacity(BIG_REGION);
@@ -1782,7 +1787,14 @@ static void test_selection(void **state)
 			assert_string_equal(algo->name, "slots");
 		}
 		assert_string_equal(
-		    chosen(WT_COLL_ALLGATHER, 1 << 18, 2, WT_SCHED_SLOT_CORE_BYTES, NULL), "ring");
+		    chosen(WT_COLL_ALLGATHER, 1 << 18, 2, WT_SCHED_SLOT_CORE_BYTES, NULL), "slots");
+		/* 2 ranks leave their own block out of the slot */
+		assert_string_equal(chosen(WT_COLL_ALLTOALL, WT_SCHED_SLOT_CORE_BYTES / 4, 2,
+					   WT_SCHED_SLOT_CORE_BYTES, NULL),
+				    "slots");
+		assert_string_not_equal(chosen(WT_COLL_ALLTOALL, WT_SCHED_SLOT_CORE_BYTES / 4 + 1,
+					       2, WT_SCHED_SLOT_CORE_BYTES, NULL),
+					"slots");
 	}
 	/* forcing without slots is the caller's error, reported by the build */
 	{
