@@ -1781,6 +1781,12 @@ static weft_status_t post_rts(wt_chan_t *ch, wt_chan_op_t *op)
 
 	frame_set_hdr(f, &h);
 	fifo_push(ch, op->peer, f);
+	/* A receiver that will read it by get (from get_min on, as it decides; channel-wide)
+	 * needs nothing more from us until its FIN: the copy is made now, while it reads, not
+	 * after (a 2-rank ring allgather of 1 MiB blocks would copy its own block only once
+	 * the exchange is over). A receiver that streams after all finds it made already. */
+	if (get && ch->get_min > 0 && op->total >= ch->get_min && ch->rndv_get != RNDV_STREAM)
+		send_copy_upto(op, op->total);
 	return WEFT_OK;
 }
 
@@ -2307,6 +2313,11 @@ void wt_chan_fail_peer(wt_chan_t *ch, int peer, weft_status_t st, const char *wh
 size_t wt_chan_outstanding(const wt_chan_t *ch)
 {
 	return ch != NULL ? ch->outstanding : 0;
+}
+
+int wt_chan_backlog(const wt_chan_t *ch)
+{
+	return ch != NULL && ch->bhead >= 0;
 }
 
 static void free_frames(struct frame *f)

@@ -135,6 +135,9 @@ weft_status_t wt_chan_link_stats(wt_chan_t *ch, int peer, wt_link_stats_t *st, c
 void wt_chan_fail_peer(wt_chan_t *ch, int peer, weft_status_t st, const char *why);
 /* Number of ops not yet completed (for leak checks in tests). */
 size_t wt_chan_outstanding(const wt_chan_t *ch);
+/* Whether frames wait in a peer's queue for its link (held eager sends among them, whose
+ * ops have completed): progress must go on for them to leave. */
+int wt_chan_backlog(const wt_chan_t *ch);
 void wt_chan_destroy(wt_chan_t *ch);
 
 #endif

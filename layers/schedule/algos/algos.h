@@ -41,6 +41,8 @@ weft_status_t wt_sched_alltoall_slots(const wt_sched_args_t *args, wt_sched_plan
 /* The most bytes a rank publishes in an alltoall through the slots of blk-byte blocks
  * (the first and last rank leave their own block out). */
 size_t wt_sched_alltoall_slot_most(int size, size_t blk);
+/* Whether it may go in parts, one slot call each, when that exceeds a slot. */
+int wt_sched_alltoall_slot_parts_ok(const wt_sched_args_t *a);
 weft_status_t wt_sched_barrier_slots(const wt_sched_args_t *args, wt_sched_plan_t *p);
 /* Slot calls a piece of len bytes per rank takes when it goes through the slots in parts of
  * *part bytes (a slot's worth of whole elements): 1 when it fits one slot, 0 when the slots

@@ -328,30 +328,63 @@ size_t wt_sched_alltoall_slot_most(int size, size_t blk)
 	return a2a_publish(size > 2 ? 1 : 0, size, blk);
 }
 
+/* Whether an alltoall goes through the slots in parts when its publish exceeds one: only at
+ * 2 ranks (each publishes the one block its peer reads, as an allgather does) and out of
+ * place (in place a part would publish bytes an earlier part's read overwrote). */
+int wt_sched_alltoall_slot_parts_ok(const wt_sched_args_t *a)
+{
+	return a->size == 2 && !a->in_place;
+}
+
 weft_status_t wt_sched_alltoall_slots(const wt_sched_args_t *a, wt_sched_plan_t *p)
 {
 	sl_t g;
-	size_t blk = a->count * wt_util_dtype_size(a->dtype), mine;
+	size_t blk = a->count * wt_util_dtype_size(a->dtype), mine, most, part, nparts, lo, pub;
 
 	mine = (size_t)a->rank * blk;
 	if (blk == 0 || a->size == 1)
 		return sl_local(a, p, mine, mine, blk);
 	/* the most any rank publishes, so that every rank decides alike */
-	if (sl_fits(a, p, wt_sched_alltoall_slot_most(a->size, blk)))
-		return WEFT_ERR_UNSUPPORTED;
+	most = wt_sched_alltoall_slot_most(a->size, blk);
+	if (wt_sched_alltoall_slot_parts_ok(a)) {
+		if (sl_parts(a, p, most, 1, &part, &nparts))
+			return WEFT_ERR_UNSUPPORTED;
+	} else {
+		if (sl_fits(a, p, most))
+			return WEFT_ERR_UNSUPPORTED;
+		part = most;
+		nparts = 1;
+	}
 	if (sl_init(&g, a, p))
 		return WEFT_ERR_NO_MEMORY;
-	sl_publish(&g, WT_SCHED_BUF_SEND, a2a_lo(a->rank, blk), a2a_publish(a->rank, a->size, blk));
-	sl_wait_all(&g);
-	for (int q = 0; q < a->size; q++) {
-		int deps[2] = {g.wait_of[q], g.put};
+	lo = a2a_lo(a->rank, blk);
+	pub = a2a_publish(a->rank, a->size, blk);
+	for (size_t k = 0; k < nparts; k++) {
+		size_t off = k * part;
 
-		if (q != a->rank)
-			wt_sched_slot_copy(p, WT_SCHED_BUF_RECV, (size_t)q * blk, q,
-					   mine - a2a_lo(q, blk), blk, 2, deps);
-		else if (!a->in_place)
-			wt_sched_copy(p, WT_SCHED_BUF_RECV, mine, WT_SCHED_BUF_SEND, mine, blk, 0,
-				      NULL);
+		wt_sched_slot_part(p, (unsigned)k);
+		sl_publish(&g, WT_SCHED_BUF_SEND, lo + off,
+			   off >= pub	      ? 0
+			   : pub - off < part ? pub - off
+					      : part);
+		sl_wait_all(&g);
+		for (int q = 0; q < a->size; q++) {
+			/* our block of q's send buffer, within what q publishes in part k */
+			size_t qlo = a2a_lo(q, blk), qpub = a2a_publish(q, a->size, blk);
+			size_t s0 = qlo + off, s1 = s0 + (qpub - off < part ? qpub - off : part);
+			size_t i0 = mine > s0 ? mine : s0, i1 = mine + blk < s1 ? mine + blk : s1;
+			int deps[2] = {g.wait_of[q], g.put};
+
+			if (q != a->rank && off < qpub && i0 < i1)
+				wt_sched_slot_copy(p, WT_SCHED_BUF_RECV,
+						   (size_t)q * blk + i0 - mine, q, i0 - s0, i1 - i0,
+						   2, deps);
+			else if (q == a->rank && !a->in_place && k == 0)
+				wt_sched_copy(p, WT_SCHED_BUF_RECV, mine, WT_SCHED_BUF_SEND, mine,
+					      blk, 0, NULL);
+		}
+		if (k + 1 < nparts)
+			wt_sched_slot_done(p);
 	}
 	return sl_finish(&g, -1, 0);
 }

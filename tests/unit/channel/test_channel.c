@@ -1140,6 +1140,32 @@ static void test_get_min(void **state)
 	assert_true(one_message_wire(&f, small, NULL, 3) >= small);
 	assert_true(one_message_wire(&f, big, &sum, 4) >= big);
 	assert_true(one_message_wire(&f, big, &nt, 5) >= big);
+	/* a send with a copy, of get_min or more where the link can get: the copy is made as
+	 * the send is posted, while the receiver reads, and what arrives is the same */
+	if (get) {
+		uint8_t *src = malloc(big), *copy = calloc(1, big), *dst = malloc(big);
+		struct iovec iov = {.iov_base = src, .iov_len = big};
+		ct_done_t ds = {0}, dr = {0};
+
+		assert_true(src && copy && dst);
+		fill(src, big, 7);
+		wt_chan_set_get_min(f.ch[0], 512 * 1024);
+		assert_int_equal(
+		    wt_chan_post_send_copy(f.ch[0], 1, 77, &iov, 1, copy, 0, ct_on_done, &ds, NULL),
+		    WEFT_OK);
+		check(copy, big, 7);
+		post_recv1(&f, 1, 77, dst, big, NULL, &dr, NULL);
+		ct_pump_until(&f, &dr.fired, 1);
+		ct_pump_until(&f, &ds.fired, 1);
+		assert_int_equal(dr.st, WEFT_OK);
+		assert_int_equal(ds.st, WEFT_OK);
+		check(dst, big, 7);
+		check(copy, big, 7);
+		wt_chan_set_get_min(f.ch[0], 0);
+		free(src);
+		free(copy);
+		free(dst);
+	}
 	wt_chan_set_get_min(f.ch[1], 0);
 	assert_true(one_message_wire(&f, big, NULL, 6) >= big);
 	ct_close(&f);

@@ -677,10 +677,16 @@ static void mixed_sequences(uint64_t *seed, size_t per,
 }
 
 /* every third call a broadcast of one to depth+3 slots, the next an allgather of blocks of
- * several slots, in place and not */
+ * several slots, in place and not; at 2 ranks the third an alltoall of blocks of one to
+ * depth+2 slots (out of place: in place it keeps to one slot) */
 static void shape_parts(cfg_t *c, int k, int rep, size_t per)
 {
-	if (k % 3 == 0) {
+	if (k % 3 == 2 && c->n == 2) {
+		c->coll = WT_COLL_ALLTOALL;
+		c->algo = "slots";
+		c->in_place = 0;
+		c->count = per * (size_t)(1 + (k + rep) % (WT_SCHED_SLOT_DEPTH + 2)) + 3;
+	} else if (k % 3 == 0) {
 		c->coll = WT_COLL_BROADCAST;
 		c->algo = "slots";
 		c->count = per * (size_t)(1 + (k + rep) % (WT_SCHED_SLOT_DEPTH + 3)) +
@@ -1766,17 +1772,26 @@ static void test_selection(void **state)
 			    "slots");
 	}
 	/* With more ranks than cores (the API's cost: alpha 6.5x, slot reads at 0.3 of gamma,
-	 * 1 MiB slots) an allgather of 1 and 4 MiB blocks goes through the slots in parts; with
-	 * a core per rank (shm cost, core-per-rank slots) 2 ranks take them too (priced as the
-	 * ring's messages without their alpha), and an alltoall while its send buffer fits a
-	 * slot. */
+	 * 1 MiB slots) an allgather of 1 and 4 MiB blocks goes through the slots in parts, and a
+	 * 2-rank alltoall past a slot too; with a core per rank (shm cost, core-per-rank slots)
+	 * both take the slots within one slot (priced as the messages without their alpha) and
+	 * leave larger blocks to the messages (read by get, one copy). 2 ranks leave their own
+	 * alltoall block out of the slot; 3 ranks keep an alltoall to one slot. */
 	{
 		const wt_sched_cost_t over = {9.75e-6, 1 / 6e9, 1 / 8e9, 0.3};
-		size_t big = wt_sched_slot_capacity(BIG_REGION);
+		size_t big = wt_sched_slot_capacity(BIG_REGION), sc = WT_SCHED_SLOT_CORE_BYTES;
+		const struct {
+			wt_sched_coll_t coll;
+			size_t count;
+			int n;
+		} over_slots[] = {{WT_COLL_ALLGATHER, 1 << 18, 4},
+				  {WT_COLL_ALLGATHER, 1 << 20, 4},
+				  {WT_COLL_ALLTOALL, 1 << 20, 2}};
 
-		for (size_t count = 1 << 18; count <= (1 << 20); count <<= 2) {
+		for (size_t i = 0; i < sizeof(over_slots) / sizeof(over_slots[0]); i++) {
 			wt_sched_args_t a =
-			    st_args(WT_COLL_ALLGATHER, count, WEFT_FLOAT32, WEFT_SUM, 0, 4, 0, 0);
+			    st_args(over_slots[i].coll, over_slots[i].count, WEFT_FLOAT32, WEFT_SUM,
+				    0, over_slots[i].n, 0, 0);
 			const wt_sched_algo_t *algo = NULL;
 			char err[200];
 
@@ -1786,14 +1801,11 @@ static void test_selection(void **state)
 			    WEFT_OK);
 			assert_string_equal(algo->name, "slots");
 		}
-		assert_string_equal(
-		    chosen(WT_COLL_ALLGATHER, 1 << 18, 2, WT_SCHED_SLOT_CORE_BYTES, NULL), "slots");
-		/* 2 ranks leave their own block out of the slot */
-		assert_string_equal(chosen(WT_COLL_ALLTOALL, WT_SCHED_SLOT_CORE_BYTES / 4, 2,
-					   WT_SCHED_SLOT_CORE_BYTES, NULL),
-				    "slots");
-		assert_string_not_equal(chosen(WT_COLL_ALLTOALL, WT_SCHED_SLOT_CORE_BYTES / 4 + 1,
-					       2, WT_SCHED_SLOT_CORE_BYTES, NULL),
+		assert_string_equal(chosen(WT_COLL_ALLGATHER, sc / 4, 2, sc, NULL), "slots");
+		assert_string_equal(chosen(WT_COLL_ALLGATHER, 1 << 18, 2, sc, NULL), "ring");
+		assert_string_equal(chosen(WT_COLL_ALLTOALL, sc / 4, 2, sc, NULL), "slots");
+		assert_string_not_equal(chosen(WT_COLL_ALLTOALL, sc / 4 + 1, 2, sc, NULL), "slots");
+		assert_string_not_equal(chosen(WT_COLL_ALLTOALL, sc / 12 + 1, 3, sc, NULL),
 					"slots");
 	}
 	/* forcing without slots is the caller's error, reported by the build */
