@@ -39,9 +39,8 @@ _Static_assert(WT_API_SLOT_STAGGER_LINES * 64 <= WT_API_SLOT_SPACING - WT_API_SL
  * scheduled: without WEFT_COST_SHM the shm alpha is this many times larger then (4 ranks on
  * 2 cores: rabenseifner's four rounds measured 45 us for 16 KiB, alpha ~10 us). */
 #define WT_API_OVERSUB_ALPHA 6.5
-/* Plain receives from this size read the sender's buffer by get (channel.c): one copy
- * instead of two, and where ranks share cores without waiting for the sender to run. */
-#define WT_API_GET_MIN ((size_t)512 << 10)
+/* ... and plain receives from this size read the sender's buffer by get (channel.c). */
+#define WT_API_OVERSUB_GET_MIN ((size_t)512 << 10)
 /* The pipeline segment of a 2-rank communicator on one host without WEFT_SEG_SIZE
  * (args_init in api.c). */
 #define WT_API_SHM_PAIR_SEG_BYTES ((size_t)1 << 20)

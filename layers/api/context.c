@@ -1075,11 +1075,14 @@ static weft_status_t ctx_connect(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char
 		ctx->cfg.cost_shm.alpha *= WT_API_OVERSUB_ALPHA;
 		ctx->cfg.cost_shm.slot_read = WT_API_OVERSUB_SLOT_READ;
 	}
-	/* A large plain receive reads the sender's buffer itself (see channel.c rndv_use_get):
-	 * one copy, and where ranks share cores no wait for the sender to be scheduled. 2
-	 * ranks with a core each, alternating, stream / get / Open MPI: alltoall 4 MiB 211-238 /
-	 * 140-152 / 143-154 us, allgather 4 MiB (ring) 236-308 / 155-169 / 132-137. */
-	wt_chan_set_get_min(ctx->chan, WT_API_GET_MIN);
+	/* Where ranks share cores a large plain receive reads the sender's buffer itself
+	 * instead of waiting for the sender to be scheduled (see channel.c rndv_use_get). With a
+	 * core each, streaming serves: a 2-rank broadcast of 16 MiB, whose 1 MiB segments went
+	 * by get, took 1.8-3.2 ms against 0.7-1.0 streamed in the full runs of 2026-12-06 23:57
+	 * and 23:25 (by get, alltoall of 4 MiB 140-152 us against 211-238 in one alternating
+	 * run, but 173-375 against Open MPI's 166-236 in the full run). */
+	if (ctx->oversubscribed)
+		wt_chan_set_get_min(ctx->chan, WT_API_OVERSUB_GET_MIN);
 	st = start_progress(ctx, err, errlen);
 	if (st == WEFT_OK)
 		st = init_barrier(ctx, err, errlen);

@@ -253,16 +253,6 @@ static double c_ar_slots_twoshot(const wt_sched_args_t *a, const wt_sched_cost_t
 	       (m + 2 * m / n + 2 * (n - 1) / n * m * rs) * c->gamma;
 }
 
-/* Whether blocks past a slot go through the slots in parts: only where ranks share cores
- * (slot_read set). With a core per rank the message path reads blocks that large by get
- * (the API's get_min, 512 KiB), one copy where the slots make two: 2 ranks, alternating,
- * slots / messages: allgather 4 MiB 200-215 / 155-169 us, alltoall 4 MiB 202-213 / 140-152,
- * 1 MiB 42-51 / 39-41. */
-static int slot_parts_pay(const wt_sched_cost_t *c, double parts)
-{
-	return parts <= 1 || c->slot_read > 0;
-}
-
 /* A block larger than a slot goes in parts (slots.c). Each block a rank gathers moves as
  * a message's bytes do through a ring (its owner copies it in once, for every reader; a
  * reader copies it out), without the message's alpha: priced as those messages' bytes
@@ -274,7 +264,7 @@ static double c_ag_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 {
 	double m = elem_bytes(a), parts = slot_parts(a, m);
 
-	if (parts == 0 || !slot_parts_pay(c, parts))
+	if (parts == 0)
 		return HUGE_VAL;
 	return parts * slot_flags(a, c) + (a->size - 1) * m * c->beta * read_share(c);
 }
@@ -319,7 +309,7 @@ static double c_a2a_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 		parts = slot_parts(a, most);
 	else if (!slot_fits(a, most))
 		parts = 0;
-	if (parts == 0 || !slot_parts_pay(c, parts))
+	if (parts == 0)
 		return HUGE_VAL;
 	return parts * slot_flags(a, c) + (a->size - 1) * m * c->beta * read_share(c);
 }

@@ -1773,10 +1773,9 @@ static void test_selection(void **state)
 	}
 	/* With more ranks than cores (the API's cost: alpha 6.5x, slot reads at 0.3 of gamma,
 	 * 1 MiB slots) an allgather of 1 and 4 MiB blocks goes through the slots in parts, and a
-	 * 2-rank alltoall past a slot too; with a core per rank (shm cost, core-per-rank slots)
-	 * both take the slots within one slot (priced as the messages without their alpha) and
-	 * leave larger blocks to the messages (read by get, one copy). 2 ranks leave their own
-	 * alltoall block out of the slot; 3 ranks keep an alltoall to one slot. */
+	 * 2-rank alltoall past a slot too; so do they with a core per rank (shm cost,
+	 * core-per-rank slots: priced as the messages without their alpha). 2 ranks leave their
+	 * own alltoall block out of the slot; 3 ranks keep an alltoall to one slot. */
 	{
 		const wt_sched_cost_t over = {9.75e-6, 1 / 6e9, 1 / 8e9, 0.3};
 		size_t big = wt_sched_slot_capacity(BIG_REGION), sc = WT_SCHED_SLOT_CORE_BYTES;
@@ -1802,9 +1801,9 @@ static void test_selection(void **state)
 			assert_string_equal(algo->name, "slots");
 		}
 		assert_string_equal(chosen(WT_COLL_ALLGATHER, sc / 4, 2, sc, NULL), "slots");
-		assert_string_equal(chosen(WT_COLL_ALLGATHER, 1 << 18, 2, sc, NULL), "ring");
+		assert_string_equal(chosen(WT_COLL_ALLGATHER, 1 << 18, 2, sc, NULL), "slots");
 		assert_string_equal(chosen(WT_COLL_ALLTOALL, sc / 4, 2, sc, NULL), "slots");
-		assert_string_not_equal(chosen(WT_COLL_ALLTOALL, sc / 4 + 1, 2, sc, NULL), "slots");
+		assert_string_equal(chosen(WT_COLL_ALLTOALL, sc, 2, sc, NULL), "slots");
 		assert_string_not_equal(chosen(WT_COLL_ALLTOALL, sc / 12 + 1, 3, sc, NULL),
 					"slots");
 	}
