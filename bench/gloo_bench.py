@@ -56,19 +56,21 @@ def max_over_ranks(t):
 def per_call(t0, t1, iters, span):
     """weft-perf's time per call: the slowest rank's own loop, or with span (-S) the first
     rank's start to the last rank's end on CLOCK_MONOTONIC (one host's clock); None when the
-    starts lie more than a second apart (not one clock)."""
+    starts lie more than BUDGET_SPAN_CLOCKS_S apart (not one clock), as budget.h."""
     if not span:
         return max_over_ranks((t1 - t0) / iters)
     x = torch.tensor([t0, -t0, t1], dtype=torch.float64)
     dist.all_reduce(x, op=dist.ReduceOp.MAX)
     first, last = -float(x[1]), float(x[2])
-    if float(x[0]) - first > 1.0:
+    if float(x[0]) - first > BUDGET_SPAN_CLOCKS_S:
         return None
     return (last - first) / iters
 
 
 # The budget never cuts below these (nor raises a band's own count), as weft-perf's -T.
 BUDGET_LEAST_ITERS = 20
+# -S: starts further apart than this (seconds) say the ranks' clocks are not one.
+BUDGET_SPAN_CLOCKS_S = 1.0
 BUDGET_LEAST_WARMUP = 5
 
 

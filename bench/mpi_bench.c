@@ -290,9 +290,7 @@ static double per_call(double t0, double t1, int iters, bool span)
 	if (!span)
 		return max_over_ranks((t1 - t0) / iters);
 	MPI_Allreduce(v, m, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-	if (m[0] + m[1] > 1.0)
-		return -1;
-	return (m[2] + m[1]) / iters;
+	return budget_span_per_call(m, iters);
 }
 
 /* weft-perf's -T rule: one warm-up call timed, a fifth of the budget sets the warm-ups (that

@@ -702,10 +702,20 @@ static weft_status_t peer_usable(wt_link_t *l, int peer)
 	}
 }
 
-/* Room for need bytes at head? Reads the consumer's tail only when the cached one says
- * no, and asks the consumer to ring our doorbell when it frees space. */
-/* Whether need bytes fit after head: 1 yes, 0 no (the consumer is then asked to ring when
- * it frees some), -1 a bad tail. */
+/* The consumer's tail now, into *t and the cache; 0 if it is not one a consumer could have
+ * published (the caller reports it). */
+static int tail_read(struct shm_peer *p, uint64_t head, uint64_t *t)
+{
+	*t = atomic_load_explicit(&p->tx_ctl->tail, memory_order_acquire);
+	if (head - *t > WT_SHM_RING_CAP || (*t & 7u))
+		return 0;
+	p->tx_tail_cache = *t;
+	return 1;
+}
+
+/* Whether need bytes fit after head: 1 yes, 0 no, -1 a bad tail. Reads the consumer's tail
+ * only when the cached one says no, and asks the consumer to ring our doorbell when it
+ * frees space. */
 static int tx_room(wt_link_t *l, int peer, uint64_t head, uint64_t need)
 {
 	struct shm_peer *p = &l->peers[peer];
@@ -714,14 +724,12 @@ static int tx_room(wt_link_t *l, int peer, uint64_t head, uint64_t need)
 	if (WT_SHM_RING_CAP - (head - p->tx_tail_cache) >= need)
 		return 1;
 	for (int pass = 0; pass < 2; pass++) {
-		t = atomic_load_explicit(&p->tx_ctl->tail, memory_order_acquire);
-		if (head - t > WT_SHM_RING_CAP || (t & 7u)) {
+		if (!tail_read(p, head, &t)) {
 			WT_ERROR("shm: peer rank %d published a bad ring tail %llu (head %llu)",
 				 peer, (unsigned long long)t, (unsigned long long)head);
 			push_error(l, peer, WEFT_ERR_PROTOCOL);
 			return -1;
 		}
-		p->tx_tail_cache = t;
 		if (WT_SHM_RING_CAP - (head - t) >= need)
 			return 1;
 		if (pass == 0) {
@@ -769,15 +777,13 @@ static uint64_t tx_window(const wt_link_t *l, const struct shm_peer *p)
  * less in flight by the tail it has published now: one that lags leaves the producer going
  * on, so the ring still buffers up to its whole size for a consumer that is not there yet
  * (blocking sends of small messages complete as the ring takes them). */
-static int small_wrap(wt_link_t *l, int peer, uint64_t head, uint64_t total)
+static int small_wrap(struct shm_peer *p, uint64_t head, uint64_t total)
 {
-	struct shm_peer *p = &l->peers[peer];
-	uint64_t t = atomic_load_explicit(&p->tx_ctl->tail, memory_order_acquire);
+	uint64_t t;
 
-	if (head - t > WT_SHM_RING_CAP || (t & 7u))
-		return 0; /* tx_room() reports it */
-	p->tx_tail_cache = t;
-	return head - t <= SHM_SMALL_WINDOW / 2 && WT_SHM_RING_CAP - (head - t) >= total;
+	/* a bad tail: tx_room() reports it */
+	return tail_read(p, head, &t) && head - t <= SHM_SMALL_WINDOW / 2 &&
+	       WT_SHM_RING_CAP - (head - t) >= total;
 }
 
 /* Only the hot window is ever written (a frame starting inside it ends inside it: the
@@ -850,7 +856,7 @@ static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, i
 	 * it waits for could never come). Past the small window, a start still in use means
 	 * going on instead (SHM_SMALL_WINDOW). */
 	wrap = need > gap || (off >= need && off + need > tx_window(l, p));
-	if (wrap && need <= gap && p->tx_warm == 0 && !small_wrap(l, peer, head, gap + need))
+	if (wrap && need <= gap && p->tx_warm == 0 && !small_wrap(p, head, gap + need))
 		wrap = 0;
 	total_need = !wrap ? need : gap + need;
 	room = tx_room(l, peer, head, total_need);

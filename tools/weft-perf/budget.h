@@ -1,6 +1,7 @@
 /* weft-perf's time budget per size (-T; bench/mpi_bench -T, and bench/gloo_bench.py's copy
- * in Python): how many calls a size runs when its calls take per_call seconds. One header, so
- * that weft-perf and the MPI program cut their counts by the same rule. */
+ * in Python): how many calls a size runs when its calls take per_call seconds, and the span
+ * timing of -S. One header, so that weft-perf and the MPI program cut and time their calls
+ * by the same rules. */
 #ifndef WEFT_BENCH_BUDGET_H
 #define WEFT_BENCH_BUDGET_H
 
@@ -55,6 +56,20 @@ static inline int budget_warmups(int band, double budget, double t1)
 static inline int budget_iters(int band, double budget, double tw)
 {
 	return budget_count(band, BUDGET_LEAST_ITERS, budget, tw);
+}
+
+/* -S (weft-perf, mpi_bench, gloo_bench.py): starts of the timed calls more than this many
+ * seconds apart after a barrier say the ranks' clocks are not one host's. */
+#define BUDGET_SPAN_CLOCKS_S 1.0
+
+/* -S's seconds per call, from the largest over the ranks of {start, -start, end} of iters
+ * timed calls on CLOCK_MONOTONIC: the first start to the last end, over iters; -1 when the
+ * starts lie more than BUDGET_SPAN_CLOCKS_S apart. */
+static inline double budget_span_per_call(const double max3[3], int iters)
+{
+	if (max3[0] + max3[1] > BUDGET_SPAN_CLOCKS_S)
+		return -1;
+	return (max3[2] + max3[1]) / iters;
 }
 
 #endif

@@ -741,7 +741,8 @@ static int span_time(struct run *r, bool span, double t0, double t1, int iters, 
 	st = weft_allreduce(v, m, 3, WEFT_FLOAT64, WEFT_MAX, r->comm, NULL);
 	if (st != WEFT_OK)
 		return fail(r, st, "allreduce of start and end times after");
-	if (m[0] + m[1] > 1.0) {
+	*avg = budget_span_per_call(m, iters);
+	if (*avg < 0) {
 		if (r->rank == 0)
 			fprintf(stderr,
 				"weft-perf: -S: the ranks' starts lie %.3g s apart: their clocks "
@@ -749,7 +750,6 @@ static int span_time(struct run *r, bool span, double t0, double t1, int iters, 
 				m[0] + m[1]);
 		return -1;
 	}
-	*avg = (m[2] + m[1]) / iters;
 	return 0;
 }
 

@@ -307,9 +307,6 @@ weft_status_t wt_sched_reduce_slots(const wt_sched_args_t *a, wt_sched_plan_t *p
 	return sl_finish(&g, acc, a->rank == a->root ? bytes : 0);
 }
 
-/* Every rank publishes its whole send buffer; block q of ours comes from rank q's slot at
- * our block. In place (SEND == RECV) the PUT reads everything before any block is written
- * and our own block stays where it is. */
 /* Where rank r's slot starts in its send buffer for an alltoall of blk-byte blocks: the
  * first and the last rank leave out their own block, which no one reads (the others'
  * blocks for the peers lie on both sides of theirs). */
@@ -321,6 +318,12 @@ static size_t a2a_lo(int r, size_t blk)
 static size_t a2a_publish(int r, int size, size_t blk)
 {
 	return (r == 0 || r == size - 1 ? (size_t)size - 1 : (size_t)size) * blk;
+}
+
+/* Bytes of a publish of pub bytes that go in the part starting at off (parts of part). */
+static size_t a2a_part_len(size_t pub, size_t off, size_t part)
+{
+	return off >= pub ? 0 : pub - off < part ? pub - off : part;
 }
 
 size_t wt_sched_alltoall_slot_most(int size, size_t blk)
@@ -336,6 +339,10 @@ int wt_sched_alltoall_slot_parts_ok(const wt_sched_args_t *a)
 	return a->size == 2 && !a->in_place;
 }
 
+/* Every rank publishes its send buffer but, for the first and last rank, its own block
+ * (a2a_lo); block q of ours comes from rank q's slot where our block lies in what q
+ * published. In place (SEND == RECV, one slot call) the PUT reads everything before any
+ * block is written and our own block stays where it is. */
 weft_status_t wt_sched_alltoall_slots(const wt_sched_args_t *a, wt_sched_plan_t *p)
 {
 	sl_t g;
@@ -363,19 +370,16 @@ weft_status_t wt_sched_alltoall_slots(const wt_sched_args_t *a, wt_sched_plan_t 
 		size_t off = k * part;
 
 		wt_sched_slot_part(p, (unsigned)k);
-		sl_publish(&g, WT_SCHED_BUF_SEND, lo + off,
-			   off >= pub	      ? 0
-			   : pub - off < part ? pub - off
-					      : part);
+		sl_publish(&g, WT_SCHED_BUF_SEND, lo + off, a2a_part_len(pub, off, part));
 		sl_wait_all(&g);
 		for (int q = 0; q < a->size; q++) {
 			/* our block of q's send buffer, within what q publishes in part k */
-			size_t qlo = a2a_lo(q, blk), qpub = a2a_publish(q, a->size, blk);
-			size_t s0 = qlo + off, s1 = s0 + (qpub - off < part ? qpub - off : part);
+			size_t s0 = a2a_lo(q, blk) + off;
+			size_t s1 = s0 + a2a_part_len(a2a_publish(q, a->size, blk), off, part);
 			size_t i0 = mine > s0 ? mine : s0, i1 = mine + blk < s1 ? mine + blk : s1;
 			int deps[2] = {g.wait_of[q], g.put};
 
-			if (q != a->rank && off < qpub && i0 < i1)
+			if (q != a->rank && i0 < i1)
 				wt_sched_slot_copy(p, WT_SCHED_BUF_RECV,
 						   (size_t)q * blk + i0 - mine, q, i0 - s0, i1 - i0,
 						   2, deps);
