@@ -20,9 +20,9 @@
 #define WT_SHM_SMALL_WINDOW (64u << 10)
 /* After the rings: the slot area (WT_LINK_CAP_SLOTS) peers map read only. Pages are only
  * backed once written, so the size costs address space, not memory. */
-#define WT_SHM_SLOT_BYTES (273u << 20) /* 64 regions of the API's (4363 KiB apart) */
+#define WT_SHM_SLOT_BYTES (276u << 20) /* 64 regions of the API's (4404 KiB apart) */
 #define WT_SHM_MAGIC "WEFTSHM1"
-#define WT_SHM_VERSION 2u
+#define WT_SHM_VERSION 3u
 #define WT_SHM_BLOB_MAGIC 0x4d485357u /* "WSHM" */
 #define WT_SHM_MAC_LABEL "weft-shm-segment-v1"
 #define WT_SHM_JOB_ID_MAX 64

@@ -19,8 +19,8 @@
 #define WT_API_ERR_LEN 512
 #define WT_API_HOSTID_MAX 300 /* a host identity string, with its NUL */
 /* Shared slots (slots.c): the channel's slot area of each rank is cut into regions of this
- * many bytes, one per communicator that uses slots, at most 64: four slots of 257 KiB and
- * the small ring's 32 of 8 KiB + 64 (exec.h). */
+ * many bytes, one per communicator that uses slots, at most 64: four slots of 1025 KiB, the
+ * small ring's 32 of 8 KiB + 64 and the tiny ring's 128 of 320 bytes (exec.h). */
 #define WT_API_SLOT_REGION WT_SCHED_SLOT_REGION
 /* Regions lie this far apart in an area; each rank's starts (world rank % 64) lines into its
  * place, so that the same slot of two ranks never shares an L1 set (or 4 KiB alias): with
@@ -164,7 +164,7 @@ struct weft_comm {
 	 * may publish (args.slot_bytes; 0 without slots). */
 	int slot_region;
 	void **slot_regions;
-	uint64_t slot_seq[2]; /* the large ring's, the small ring's */
+	uint64_t slot_seq[WT_SCHED_RINGS]; /* per ring (WT_SCHED_RING_*) */
 	size_t slot_bytes;
 	size_t slot_warm; /* bytes of every member's large slots warmed here (see net_slots) */
 	wt_util_stores_t slot_stores; /* how our large publishes are stored (under ctx->lock) */

@@ -167,8 +167,12 @@ static weft_status_t net_slots(void *nctx, wt_sched_slots_t *out)
 			 (unsigned)req->seq, (unsigned)comm->id);
 		return WEFT_ERR_UNSUPPORTED;
 	}
-	out->seq = comm->slot_seq[out->small ? 1 : 0] + 1;
-	comm->slot_seq[out->small ? 1 : 0] += out->nseq > 1 ? out->nseq : 1;
+	if (out->ring < 0 || out->ring >= WT_SCHED_RINGS) {
+		WT_ERROR("%s #%u: no slot ring %d", req->what, (unsigned)req->seq, out->ring);
+		return WEFT_ERR_INVALID_ARG;
+	}
+	out->seq = comm->slot_seq[out->ring] + 1;
+	comm->slot_seq[out->ring] += out->nseq > 1 ? out->nseq : 1;
 	out->region = comm->slot_regions;
 	out->region_bytes = WT_API_SLOT_REGION;
 	out->stores = &comm->slot_stores;
@@ -176,7 +180,7 @@ static weft_status_t net_slots(void *nctx, wt_sched_slots_t *out)
 	 * rest of ours (no call of this communicator has written there, and none runs now: we
 	 * hold the lock every slot plan starts and progresses under) and reads the peers'
 	 * once, as the creation did for the first 256 KiB. */
-	if (!out->small && out->extent > comm->slot_warm) {
+	if (out->ring == WT_SCHED_RING_LARGE && out->extent > comm->slot_warm) {
 		for (int r = 0; r < comm->size; r++)
 			(void)wt_sched_slot_warm(comm->slot_regions[r], WT_API_SLOT_REGION,
 						 comm->slot_warm, out->extent, r == comm->rank);

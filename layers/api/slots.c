@@ -108,7 +108,8 @@ static void attach(weft_comm_t *comm, int region, uint64_t base)
 			(void)wt_sched_slot_touch(comm->slot_regions[r], WT_API_SLOT_REGION,
 						  comm->slot_warm);
 	comm->slot_region = region;
-	comm->slot_seq[0] = comm->slot_seq[1] = base;
+	for (int ring = 0; ring < WT_SCHED_RINGS; ring++)
+		comm->slot_seq[ring] = base;
 	memset(&comm->slot_stores, 0, sizeof(comm->slot_stores));
 	comm->slot_stores.forced = ctx->cfg.shm_stores;
 	ctx->slot_used |= region_bit(region);

@@ -53,9 +53,9 @@ struct wt_sched_exec {
 	 * of the plan is slot call seq + p, in slot (seq + p) % the ring's depth) */
 	wt_sched_slots_t slots;
 	slot_ring_t ring;
-	/* both rings of regions of geom_bytes (0: none yet), kept with the block */
+	/* the rings of regions of geom_bytes (0: none yet), kept with the block */
 	size_t geom_bytes;
-	slot_ring_t geom[2];
+	slot_ring_t geom[WT_SCHED_RINGS];
 	int wake_due;	   /* a PUT stored a flag whose sleepers were not woken yet */
 	int turn_met;	   /* our turn came: the slot call before our first is released */
 	unsigned released; /* parts whose SLOT_DONE ran (in part order: each waits its turn) */
@@ -188,46 +188,62 @@ static void exec_in_order_any(wt_sched_exec_t *ex);
 
 /* ---- shared slots ---- */
 
-/* Region layout: two rings of slots. Each ring starts with its done words, in whole lines;
- * its slot b starts at hdr + b * stride with its ready word, the data following in the same
- * line. The large ring (WT_SCHED_SLOT_DEPTH slots) fills the region up to the small one,
- * which regions of at least WT_SCHED_SLOT_SMALL_MIN bytes have at their end
- * (WT_SCHED_SLOT_SMALL_DEPTH slots of WT_SCHED_SLOT_SMALL_STRIDE bytes). */
+/* Region layout: up to three rings of slots. Each ring starts with its done words, in whole
+ * lines; its slot b starts at hdr + b * stride with its ready word, the data following in
+ * the same line. The large ring (WT_SCHED_SLOT_DEPTH slots) fills the region up to the
+ * small one, which regions of at least WT_SCHED_SLOT_SMALL_MIN bytes have before their end
+ * (WT_SCHED_SLOT_SMALL_DEPTH slots of WT_SCHED_SLOT_SMALL_STRIDE bytes), followed by the
+ * tiny one (WT_SCHED_SLOT_TINY_DEPTH slots of WT_SCHED_SLOT_TINY_STRIDE bytes). */
 #define SLOT_LINE 64u
 /* Slot indices are masks of seq. */
 _Static_assert((WT_SCHED_SLOT_DEPTH & (WT_SCHED_SLOT_DEPTH - 1)) == 0 &&
-		   (WT_SCHED_SLOT_SMALL_DEPTH & (WT_SCHED_SLOT_SMALL_DEPTH - 1)) == 0,
+		   (WT_SCHED_SLOT_SMALL_DEPTH & (WT_SCHED_SLOT_SMALL_DEPTH - 1)) == 0 &&
+		   (WT_SCHED_SLOT_TINY_DEPTH & (WT_SCHED_SLOT_TINY_DEPTH - 1)) == 0,
 	       "slot ring depths must be powers of two");
+_Static_assert(WT_SCHED_SLOT_SMALL_STRIDE % SLOT_LINE == 0 &&
+		   WT_SCHED_SLOT_TINY_STRIDE % SLOT_LINE == 0,
+	       "slots start on a line");
 
 static size_t ring_hdr(unsigned depth)
 {
 	return (depth * sizeof(uint64_t) + SLOT_LINE - 1) / SLOT_LINE * SLOT_LINE;
 }
 
-#define SMALL_RING_BYTES                                                                           \
-	((WT_SCHED_SLOT_SMALL_DEPTH * sizeof(uint64_t) + SLOT_LINE - 1) / SLOT_LINE * SLOT_LINE +  \
-	 (size_t)WT_SCHED_SLOT_SMALL_DEPTH * WT_SCHED_SLOT_SMALL_STRIDE)
+#define RING_BYTES(depth, stride)                                                                  \
+	(((depth) * sizeof(uint64_t) + SLOT_LINE - 1) / SLOT_LINE * SLOT_LINE +                    \
+	 (size_t)(depth) * (stride))
+#define SMALL_RING_BYTES RING_BYTES(WT_SCHED_SLOT_SMALL_DEPTH, WT_SCHED_SLOT_SMALL_STRIDE)
+#define TINY_RING_BYTES RING_BYTES(WT_SCHED_SLOT_TINY_DEPTH, WT_SCHED_SLOT_TINY_STRIDE)
+/* The small rings, together at the end of the regions that have them. */
+#define SMALL_RINGS_BYTES (SMALL_RING_BYTES + TINY_RING_BYTES)
 
 static size_t small_off(size_t region_bytes)
 {
 	if (region_bytes < WT_SCHED_SLOT_SMALL_MIN)
 		return 0;
-	return (region_bytes - SMALL_RING_BYTES) / SLOT_LINE * SLOT_LINE;
+	return (region_bytes - SMALL_RINGS_BYTES) / SLOT_LINE * SLOT_LINE;
 }
 
-/* The geometry of ring `small` (0 or 1) of a region of region_bytes. */
-static slot_ring_t slot_ring(size_t region_bytes, int small)
+/* The geometry of ring `ring` (WT_SCHED_RING_*) of a region of region_bytes. */
+static slot_ring_t slot_ring(size_t region_bytes, int ring)
 {
 	size_t so = small_off(region_bytes);
 	size_t big = so ? so : region_bytes;
 	slot_ring_t g = {
 	    .off = 0, .depth = WT_SCHED_SLOT_DEPTH, .hdr = ring_hdr(WT_SCHED_SLOT_DEPTH)};
 
-	if (small) {
+	if (ring == WT_SCHED_RING_SMALL) {
 		g.depth = WT_SCHED_SLOT_SMALL_DEPTH;
 		g.hdr = ring_hdr(g.depth);
 		g.off = so;
 		g.stride = so ? WT_SCHED_SLOT_SMALL_STRIDE : 0;
+		return g;
+	}
+	if (ring == WT_SCHED_RING_TINY) {
+		g.depth = WT_SCHED_SLOT_TINY_DEPTH;
+		g.hdr = ring_hdr(g.depth);
+		g.off = so ? so + SMALL_RING_BYTES : 0;
+		g.stride = so ? WT_SCHED_SLOT_TINY_STRIDE : 0;
 		return g;
 	}
 	g.stride =
@@ -249,7 +265,14 @@ size_t wt_sched_slot_capacity(size_t region_bytes)
 
 size_t wt_sched_slot_small_capacity(size_t region_bytes)
 {
-	slot_ring_t g = slot_ring(region_bytes, 1);
+	slot_ring_t g = slot_ring(region_bytes, WT_SCHED_RING_SMALL);
+
+	return ring_capacity(&g);
+}
+
+size_t wt_sched_slot_tiny_capacity(size_t region_bytes)
+{
+	slot_ring_t g = slot_ring(region_bytes, WT_SCHED_RING_TINY);
 
 	return ring_capacity(&g);
 }
@@ -276,12 +299,14 @@ static _Atomic uint64_t *ready_word(const void *region, const slot_ring_t *g, un
 }
 
 /* Touch the pages of [lo, hi) of a region once each, at byte lo and then at each page
- * start after it (never a byte outside the range: its page may hold bytes in use). */
+ * start after it (never a byte outside the range: its page may hold bytes in use). Pages
+ * are the memory's: regions start a few lines into theirs (the API staggers them). */
 static uint64_t touch_range(volatile uint8_t *region, size_t lo, size_t hi, int write)
 {
 	uint64_t sum = 0;
+	const uintptr_t base = (uintptr_t)region;
 
-	for (size_t off = lo; off < hi; off = (off | 4095) + 1) {
+	for (size_t off = lo; off < hi; off = (size_t)(((base + off) | 4095) + 1 - base)) {
 		if (write)
 			region[off] = 0;
 		else
@@ -305,17 +330,18 @@ uint64_t wt_sched_slot_warm(void *region, size_t region_bytes, size_t from, size
 	return sum;
 }
 
-/* The small ring and the large ring's words and slot headers: what every call touches. */
+/* The small rings and the large ring's words and slot headers: what every call touches. */
 static uint64_t touch_fixed(void *region, size_t region_bytes, int write)
 {
-	slot_ring_t g = slot_ring(region_bytes, 0), sg = slot_ring(region_bytes, 1);
+	slot_ring_t g = slot_ring(region_bytes, WT_SCHED_RING_LARGE);
+	slot_ring_t sg = slot_ring(region_bytes, WT_SCHED_RING_SMALL);
 	uint64_t sum = touch_range(region, g.off, g.off + g.hdr, write);
 
 	for (unsigned b = 0; g.stride && b < g.depth; b++)
 		sum += touch_range(region, ready_off(&g, b), ready_off(&g, b) + WT_SCHED_SLOT_HDR,
 				   write);
 	if (sg.stride)
-		sum += touch_range(region, sg.off, sg.off + SMALL_RING_BYTES, write);
+		sum += touch_range(region, sg.off, sg.off + SMALL_RINGS_BYTES, write);
 	return sum;
 }
 
@@ -327,8 +353,8 @@ void wt_sched_slot_reset(void *region, size_t region_bytes, uint64_t base, size_
 	 * (see the API's quarantine), so the bytes are ours. */
 	(void)touch_fixed(region, region_bytes, 1);
 	(void)wt_sched_slot_warm(region, region_bytes, 0, warm, 1);
-	for (int small = 0; small < 2; small++) {
-		slot_ring_t g = slot_ring(region_bytes, small);
+	for (int ring = 0; ring < WT_SCHED_RINGS; ring++) {
+		slot_ring_t g = slot_ring(region_bytes, ring);
 
 		for (unsigned b = 0; g.stride && b < g.depth; b++) {
 			atomic_store_explicit(ready_word(region, &g, b), base,
@@ -350,8 +376,8 @@ uint64_t wt_sched_slot_high_water(const void *region, size_t region_bytes)
 {
 	uint64_t hw = 0;
 
-	for (int small = 0; small < 2; small++) {
-		slot_ring_t g = slot_ring(region_bytes, small);
+	for (int ring = 0; ring < WT_SCHED_RINGS; ring++) {
+		slot_ring_t g = slot_ring(region_bytes, ring);
 
 		for (unsigned b = 0; g.stride && b < g.depth; b++) {
 			uint64_t r =
@@ -368,8 +394,8 @@ uint64_t wt_sched_slot_high_water(const void *region, size_t region_bytes)
 
 int wt_sched_slot_released(const void *peer_region, const void *own_region, size_t region_bytes)
 {
-	for (int small = 0; small < 2; small++) {
-		slot_ring_t g = slot_ring(region_bytes, small);
+	for (int ring = 0; ring < WT_SCHED_RINGS; ring++) {
+		slot_ring_t g = slot_ring(region_bytes, ring);
 
 		for (unsigned b = 0; g.stride && b < g.depth; b++)
 			if (atomic_load_explicit(ring_done(peer_region, &g, b),
@@ -1324,20 +1350,20 @@ static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *
 			 wt_sched_plan_algo(ex->plan));
 		return WEFT_ERR_UNSUPPORTED;
 	}
-	ex->slots.small = ex->v->slot_small;
+	ex->slots.ring = ex->v->slot_ring;
 	ex->slots.extent = need;
 	ex->slots.nseq = ex->v->slot_parts;
 	st = net->slots(net->ctx, &ex->slots);
 	if (st != WEFT_OK)
 		return st;
 	if (ex->geom_bytes != ex->slots.region_bytes) {
-		ex->geom[0] = slot_ring(ex->slots.region_bytes, 0);
-		ex->geom[1] = slot_ring(ex->slots.region_bytes, 1);
+		for (int ring = 0; ring < WT_SCHED_RINGS; ring++)
+			ex->geom[ring] = slot_ring(ex->slots.region_bytes, ring);
 		ex->geom_bytes = ex->slots.region_bytes;
 	}
-	/* A region without a small ring serves every call from the large one (and the network
-	 * numbers them all in one sequence). */
-	ex->ring = ex->geom[ex->slots.small && ex->geom[1].stride];
+	/* A region without the small rings serves every call from the large one (and the
+	 * network numbers them all in one sequence). */
+	ex->ring = ex->geom[ex->geom[ex->slots.ring].stride ? ex->slots.ring : WT_SCHED_RING_LARGE];
 	if (!ex->slots.region || ring_capacity(&ex->ring) < need) {
 		WT_ERROR("schedule: %s plan needs slots of %zu bytes, the regions hold %zu",
 			 wt_sched_plan_algo(ex->plan), need, ring_capacity(&ex->ring));

@@ -25,10 +25,11 @@ typedef struct {
 	uint64_t seq;
 	void *const *region;
 	size_t region_bytes;
-	/* Set by the executor before it calls slots: 1 for a call of the small ring. A network
-	 * whose regions have one (wt_sched_slot_small_capacity > 0) numbers the calls of each
-	 * ring in a sequence of its own; otherwise it ignores the field. */
-	int small;
+	/* Set by the executor before it calls slots: the ring of the call (WT_SCHED_RING_*). A
+	 * network whose regions have the small rings (wt_sched_slot_small_capacity > 0)
+	 * numbers the calls of each ring in a sequence of its own; otherwise it ignores the
+	 * field. */
+	int ring;
 	/* Set by the executor before it calls slots: how many bytes of a slot the plan touches
 	 * (the view's slot_extent), so the network can warm what no call used before. */
 	size_t extent;
@@ -41,11 +42,12 @@ typedef struct {
 	wt_util_stores_t *stores;
 } wt_sched_slots_t;
 
-/* A region (the executor's layout, exec.c) holds two rings of slots. The large one has
- * WT_SCHED_SLOT_DEPTH slots filling the region; regions of at least WT_SCHED_SLOT_SMALL_MIN
- * bytes also end in a small one of WT_SCHED_SLOT_SMALL_DEPTH slots of
- * WT_SCHED_SLOT_SMALL_STRIDE bytes, for calls whose plans say so (the view's slot_small):
- * deep enough that a broadcast root runs that many tiny calls ahead of its readers. Call
+/* A region (the executor's layout, exec.c) holds up to three rings of slots. The large one
+ * has WT_SCHED_SLOT_DEPTH slots filling the region; regions of at least
+ * WT_SCHED_SLOT_SMALL_MIN bytes also end in a small one of WT_SCHED_SLOT_SMALL_DEPTH slots
+ * of WT_SCHED_SLOT_SMALL_STRIDE bytes and a tiny one of WT_SCHED_SLOT_TINY_DEPTH slots of
+ * WT_SCHED_SLOT_TINY_STRIDE bytes, for calls whose plans say so (the view's slot_ring):
+ * deep enough that a broadcast root runs that many small calls ahead of its readers. Call
  * seq of a ring uses its slot seq % depth, so that many calls may be in flight, and the
  * words of the protocol are each written only by the region's owner: per slot b the seq
  * last published in it (ready[b], in the cache line that starts its data, so a tiny
@@ -53,9 +55,9 @@ typedef struct {
  * slots the owner has finished reading (done[b]). Regions must be 64-byte aligned. */
 #define WT_SCHED_SLOT_DEPTH 4
 /* The region a communicator of one host gets (the API cuts its slot areas into these):
- * 4 MiB + 4 KiB for the large ring, whose slots then hold a 1 MiB call, and 259 KiB for
- * the small ring of 32 slots of 8 KiB + 64. */
-#define WT_SCHED_SLOT_REGION ((size_t)(4096 + 4 + 259) * 1024)
+ * 4 MiB + 4 KiB for the large ring, whose slots then hold a 1 MiB call, 259 KiB for the
+ * small ring of 32 slots of 8 KiB + 64 and 41 KiB for the tiny ring of 128 slots of 320. */
+#define WT_SCHED_SLOT_REGION ((size_t)(4096 + 4 + 259 + 41) * 1024)
 /* How much of a large slot a communicator uses on a host with a core per rank (what the
  * slots of 1 MiB + 4 KiB rings held, a 256 KiB call included; weft-sched --slots models
  * it): above it the message algorithms pipeline and the slots do not. With more local ranks
@@ -66,12 +68,14 @@ typedef struct {
 size_t wt_sched_slot_capacity(size_t region_bytes);
 /* Bytes one slot of its small ring holds (0: the region has none). */
 size_t wt_sched_slot_small_capacity(size_t region_bytes);
+/* Bytes one slot of its tiny ring holds (0: the region has none). */
+size_t wt_sched_slot_tiny_capacity(size_t region_bytes);
 /* Start a region afresh for a new communicator: its calls will be numbered above base, which
  * must exceed every seq the region was used with before. Only the owner calls it, and only
- * while no peer reads the region. It writes every page of the small ring and of the first
+ * while no peer reads the region. It writes every page of the small rings and of the first
  * `warm` bytes of each large slot, so their first calls take no page faults. */
 void wt_sched_slot_reset(void *region, size_t region_bytes, uint64_t base, size_t warm);
-/* Read every page of a peer's small ring and of the first `warm` bytes of its large slots
+/* Read every page of a peer's small rings and of the first `warm` bytes of its large slots
  * once, so that its first calls take no page faults here (returns what it read, for the
  * compiler's sake). */
 uint64_t wt_sched_slot_touch(const void *region, size_t region_bytes, size_t warm);

@@ -1130,16 +1130,18 @@ static int plan_in_order(const wt_sched_plan_t *p)
 	return 1;
 }
 
-/* See wt_sched_plan_view_t.slot_small: a bound every rank computes alike, above what any
+/* See wt_sched_plan_view_t.slot_ring: from a bound every rank computes alike, above what any
  * slot plan of these args publishes or reads on any rank. */
-static int plan_slot_small(const wt_sched_plan_t *p)
+static int plan_slot_ring(const wt_sched_plan_t *p)
 {
 	size_t bytes;
 
 	if (!p->uses_slots || __builtin_mul_overflow(p->args.count, p->elem, &bytes) ||
 	    __builtin_mul_overflow(bytes, (size_t)(p->args.size > 0 ? p->args.size : 1), &bytes))
-		return 0;
-	return bytes <= WT_SCHED_SLOT_SMALL_CAP;
+		return WT_SCHED_RING_LARGE;
+	if (bytes <= WT_SCHED_SLOT_TINY_CAP && p->args.size >= WT_SCHED_SLOT_TINY_RANKS)
+		return WT_SCHED_RING_TINY;
+	return bytes <= WT_SCHED_SLOT_SMALL_CAP ? WT_SCHED_RING_SMALL : WT_SCHED_RING_LARGE;
 }
 
 /* Numbers the finalized plans of the process (wt_sched_plan_view_t.serial). */
@@ -1207,7 +1209,7 @@ static weft_status_t build_successors(wt_sched_plan_t *p)
 					 .uses_slots = p->uses_slots,
 					 .uses_peers = p->uses_peers,
 					 .in_order = plan_in_order(p),
-					 .slot_small = plan_slot_small(p),
+					 .slot_ring = plan_slot_ring(p),
 					 .slot_sig = plan_slot_sig(p),
 					 .slot_parts = p->slot_parts ? p->slot_parts : 1,
 					 .serial = atomic_fetch_add(&plan_serials, 1) + 1};

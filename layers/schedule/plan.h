@@ -321,6 +321,25 @@ const char *wt_sched_plan_error(const wt_sched_plan_t *p);
 #define WT_SCHED_SLOT_SMALL_DEPTH 32u
 #define WT_SCHED_SLOT_SMALL_STRIDE ((size_t)8192 + 64)
 #define WT_SCHED_SLOT_SMALL_CAP (WT_SCHED_SLOT_SMALL_STRIDE - WT_SCHED_SLOT_HDR)
+/* The tiny ring, after the small one in the same regions: WT_SCHED_SLOT_TINY_DEPTH slots of
+ * WT_SCHED_SLOT_TINY_STRIDE bytes (five lines, 40 KiB in all), for the calls of at least
+ * WT_SCHED_SLOT_TINY_RANKS ranks that fit WT_SCHED_SLOT_TINY_CAP bytes. A broadcast root
+ * runs that many calls ahead of its readers, so where ranks share cores each switch
+ * between them serves four times as many calls (4 ranks on 2 cores, 16 B broadcast,
+ * alternating: 0.72-0.95 us a call through the small ring, 0.39-0.56 through this one).
+ * With 2 ranks the deep ring ran some loops half as fast (0.35-0.45 against 0.22-0.23 us),
+ * so their calls keep to the small ring. */
+#define WT_SCHED_SLOT_TINY_DEPTH 128u
+#define WT_SCHED_SLOT_TINY_STRIDE ((size_t)320)
+#define WT_SCHED_SLOT_TINY_CAP (WT_SCHED_SLOT_TINY_STRIDE - WT_SCHED_SLOT_HDR)
+#define WT_SCHED_SLOT_TINY_RANKS 3
+/* A region's rings (wt_sched_slots_t.ring, the plan view's slot_ring). */
+enum {
+	WT_SCHED_RING_LARGE = 0,
+	WT_SCHED_RING_SMALL = 1,
+	WT_SCHED_RING_TINY = 2,
+	WT_SCHED_RINGS = 3
+};
 /* Each slot starts with its ready word and what the call that published it was (the
  * view's slot_sig and the count), so that a peer running another call or another algorithm
  * for it is named at once rather than read as data. */
@@ -360,10 +379,11 @@ typedef struct {
 	 * that does not depend on it: running the steps in id order, each wait watched until
 	 * met, never keeps a peer waiting on a signal that could have gone first. */
 	int in_order;
-	/* A slot plan of a call small enough for the small ring on every rank (count * dtype
-	 * size * ranks <= WT_SCHED_SLOT_SMALL_CAP): the same answer everywhere, whatever
-	 * algorithm each rank picked. */
-	int slot_small;
+	/* The ring (WT_SCHED_RING_*) a slot plan's call takes: TINY for calls of at least
+	 * WT_SCHED_SLOT_TINY_RANKS ranks with count * dtype size * ranks <=
+	 * WT_SCHED_SLOT_TINY_CAP, else SMALL up to WT_SCHED_SLOT_SMALL_CAP, else LARGE: the same
+	 * answer everywhere, whatever algorithm each rank picked. */
+	int slot_ring;
 	/* What a slot plan's PUT publishes of its call: the collective in the low byte, then a
 	 * hash of the algorithm's name, the dtype, the op and the root at the WT_SCHED_SIG_*
 	 * shifts (with args.count beside it). */

@@ -849,8 +849,16 @@ static int sim_add(sim_t *s, msgmap_t *m, const wt_sched_plan_t *p, int r, const
 
 	if (sim_deepen(s, ns))
 		return -1;
-	s->ring =
-	    wt_sched_plan_view(p)->slot_small ? WT_SCHED_SLOT_SMALL_DEPTH : WT_SCHED_SLOT_DEPTH;
+	switch (wt_sched_plan_view(p)->slot_ring) {
+	case WT_SCHED_RING_TINY:
+		s->ring = WT_SCHED_SLOT_TINY_DEPTH;
+		break;
+	case WT_SCHED_RING_SMALL:
+		s->ring = WT_SCHED_SLOT_SMALL_DEPTH;
+		break;
+	default:
+		s->ring = WT_SCHED_SLOT_DEPTH;
+	}
 	for (size_t i = 0; i < ns; i++) {
 		const wt_sched_step_t *st = wt_sched_plan_step(p, i);
 		uint32_t g = (uint32_t)(i * n + (size_t)r), k = 0, nsucc;

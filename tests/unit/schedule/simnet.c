@@ -53,7 +53,7 @@ typedef struct {
 	size_t posts, deliveries, callbacks, checks;
 	long fail_post_at, fail_recv_at, fail_wait_at;
 	weft_status_t fail_post_st, fail_recv_st, fail_wait_st;
-	uint64_t slot_seq[2]; /* the last slot call this rank started, per ring */
+	uint64_t slot_seq[WT_SCHED_RINGS]; /* the last slot call this rank started, per ring */
 	size_t wakes;
 	size_t peer_maps, peer_copies; /* peer buffers reached by mapping / by copy */
 	long fail_copy_at;
@@ -233,8 +233,10 @@ static weft_status_t sim_slots(void *ctx, wt_sched_slots_t *out)
 	simnet_t *s = r->sim;
 
 	assert_non_null(s->regions);
-	/* one sequence per ring when the regions have a small one (exec.h) */
-	int ring = out->small && wt_sched_slot_small_capacity(s->region_bytes) > 0;
+	/* one sequence per ring when the regions have the small ones (exec.h) */
+	int ring = wt_sched_slot_small_capacity(s->region_bytes) > 0 ? out->ring : 0;
+
+	assert_true(ring >= 0 && ring < WT_SCHED_RINGS);
 
 	out->seq = r->slot_seq[ring] + 1;
 	r->slot_seq[ring] += out->nseq > 1 ? out->nseq : 1;
@@ -353,7 +355,8 @@ void simnet_enable_slots(simnet_t *s, size_t region_bytes, uint64_t base)
 		/* Garbage where the slots are: nothing may read a slot before it is published. */
 		memset(s->regions[i], 0xdb, region_bytes);
 		wt_sched_slot_reset(s->regions[i], region_bytes, base, 0);
-		r->slot_seq[0] = r->slot_seq[1] = base;
+		for (int ring = 0; ring < WT_SCHED_RINGS; ring++)
+			r->slot_seq[ring] = base;
 		r->net.slots = sim_slots;
 		r->net.post_wait = sim_post_wait;
 		r->net.slot_wake = sim_slot_wake;

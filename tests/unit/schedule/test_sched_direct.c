@@ -501,7 +501,8 @@ static void test_mixed_algorithms(void **state)
 			assert_non_null(slots);
 			st_build(&a, r == 0 ? direct_algo(2) : slots, "mixed", &x.plan[r]);
 			/* the ring does not depend on the algorithm */
-			assert_int_equal(wt_sched_plan_view(x.plan[r])->slot_small, 1);
+			assert_int_equal(wt_sched_plan_view(x.plan[r])->slot_ring,
+					 WT_SCHED_RING_SMALL);
 			memset(s[r], 1, sizeof(s[r]));
 			memset(rv[r], 0x5a, sizeof(rv[r]));
 		}

@@ -27,7 +27,9 @@
 /* Regions as the API's: the large ring and the small one (32 slots of 8 KiB). */
 #define BIG_REGION WT_SCHED_SLOT_REGION
 #define SEQ_CALLS 12
-#define MAX_CALLS 72
+/* a root two tiny rings ahead, and then some */
+#define MAX_CALLS (2 * (int)WT_SCHED_SLOT_TINY_DEPTH + 8)
+#define MIX_CALLS 72
 
 /* The region size of the simulated runs (run_one, run_sequence). */
 static size_t g_region = REGION;
@@ -550,9 +552,10 @@ static void test_same_call_repeated(void **state)
 /* ---- the small ring ---- */
 
 /* With regions as the API's, calls of at most WT_SCHED_SLOT_SMALL_CAP bytes in all (count
- * times the rank count) go through the small ring: every collective, tiny, at the ring's
- * limit and just past it, results exact; then 40 calls in flight at once, tiny and large
- * mixed with message calls, so that both rings wrap while the other is in use. */
+ * times the rank count) go through the small ring, those of at most WT_SCHED_SLOT_TINY_CAP
+ * through the tiny one from WT_SCHED_SLOT_TINY_RANKS ranks on: every collective, tiny, at
+ * each ring's limit and just past it, results exact; then 72 calls in flight at once, tiny
+ * and large mixed with message calls, so that the rings wrap while the others are in use. */
 static void test_small_ring(void **state)
 {
 	uint64_t seed = 60000;
@@ -561,13 +564,16 @@ static void test_small_ring(void **state)
 	(void)state;
 	assert_int_equal(wt_sched_slot_small_capacity(BIG_REGION), WT_SCHED_SLOT_SMALL_CAP);
 	assert_int_equal(wt_sched_slot_small_capacity(REGION), 0);
+	assert_int_equal(wt_sched_slot_tiny_capacity(BIG_REGION), WT_SCHED_SLOT_TINY_CAP);
+	assert_int_equal(wt_sched_slot_tiny_capacity(REGION), 0);
 	assert_true(wt_sched_slot_capacity(BIG_REGION) >= 256 * 1024 + WT_SCHED_PEER_DESC_BYTES);
 	g_region = BIG_REGION;
 	for (size_t ci = 0; ci < NCOLLS; ci++)
 		for (size_t ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
 			int n = ns[ni];
 			size_t lim = WT_SCHED_SLOT_SMALL_CAP / 4 / (size_t)n;
-			size_t counts[] = {1, 7, lim, lim + 1};
+			size_t tlim = WT_SCHED_SLOT_TINY_CAP / 4 / (size_t)n;
+			size_t counts[] = {1, 7, tlim, tlim + 1, lim, lim + 1};
 
 			for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
 				cfg_t c = {.coll = colls[ci],
@@ -582,31 +588,36 @@ static void test_small_ring(void **state)
 				wt_sched_plan_t *p;
 
 				st_build(&a, algo_of(&c), "small ring", &p);
-				assert_int_equal(wt_sched_plan_view(p)->slot_small,
-						 counts[k] <= lim);
+				assert_int_equal(wt_sched_plan_view(p)->slot_ring,
+						 counts[k] > lim ? WT_SCHED_RING_LARGE
+						 : counts[k] <= tlim &&
+							 n >= WT_SCHED_SLOT_TINY_RANKS
+						     ? WT_SCHED_RING_TINY
+						     : WT_SCHED_RING_SMALL);
 				wt_sched_plan_unref(p);
 				run_one(&c);
 			}
 		}
 	for (int n = 2; n <= 5; n++)
 		for (int rep = 0; rep < 2; rep++) {
-			cfg_t cfgs[MAX_CALLS];
+			cfg_t cfgs[MIX_CALLS];
 
-			for (int k = 0; k < MAX_CALLS; k++) {
+			for (int k = 0; k < MIX_CALLS; k++) {
 				size_t big =
 				    WT_SCHED_SLOT_SMALL_CAP / 4 / (size_t)n + 1 + (size_t)k;
 
 				cfgs[k] = mixed_call(seed, k, n, 5,
 						     k % 3 == 0 ? big : 1 + (size_t)k % 5, 7);
 			}
-			run_sequence(cfgs, MAX_CALLS, n, seed++);
+			run_sequence(cfgs, MIX_CALLS, n, seed++);
 		}
 	g_region = REGION;
 }
 
-/* A broadcast root runs ahead of readers that have not started: WT_SCHED_SLOT_SMALL_DEPTH
+/* A broadcast root runs ahead of readers that have not started: WT_SCHED_SLOT_TINY_DEPTH
  * tiny calls complete, the next one waits for their releases; of calls too large for the
- * small ring, WT_SCHED_SLOT_DEPTH complete. Then the readers finish calls in runs of
+ * tiny ring WT_SCHED_SLOT_SMALL_DEPTH, of calls too large for the small ring
+ * WT_SCHED_SLOT_DEPTH. Then the readers finish calls in runs of
  * different lengths, and after each run the root starts calls until one waits: exactly its
  * calls up to a ring ahead of the readers' last have completed. At the end every call has
  * the root's data. */
@@ -615,8 +626,13 @@ static void test_root_runs_ahead(void **state)
 	enum { N = 3 };
 	(void)state;
 	g_region = BIG_REGION;
-	for (int large = 0; large < 2; large++) {
-		int ahead = large ? WT_SCHED_SLOT_DEPTH : (int)WT_SCHED_SLOT_SMALL_DEPTH;
+	for (int ring = 0; ring < WT_SCHED_RINGS; ring++) {
+		int ahead = ring == WT_SCHED_RING_LARGE	  ? WT_SCHED_SLOT_DEPTH
+			    : ring == WT_SCHED_RING_SMALL ? (int)WT_SCHED_SLOT_SMALL_DEPTH
+							  : (int)WT_SCHED_SLOT_TINY_DEPTH;
+		size_t count = ring == WT_SCHED_RING_LARGE   ? WT_SCHED_SLOT_SMALL_CAP / 4
+			       : ring == WT_SCHED_RING_SMALL ? WT_SCHED_SLOT_TINY_CAP / 4 / N + 1
+							     : 3;
 		int ncalls = 2 * ahead + 4, started = 0, read = 0;
 		const int runs[] = {1, ahead / 2 + 1, 2, ahead, 1, ahead + 4};
 		cfg_t c[MAX_CALLS];
@@ -626,7 +642,7 @@ static void test_root_runs_ahead(void **state)
 		for (int k = 0; k < ncalls; k++)
 			c[k] = (cfg_t){.coll = WT_COLL_BROADCAST,
 				       .n = N,
-				       .count = large ? WT_SCHED_SLOT_SMALL_CAP / 4 : 3,
+				       .count = count,
 				       .dt = WEFT_INT32,
 				       .op = WEFT_SUM,
 				       .root = 0,
