@@ -1670,7 +1670,7 @@ static void test_forged(void **state)
 	/* (its epochs are swapped to look as if 1 sent it) */
 	f.src_epoch = h.dst_epoch;
 	f.dst_epoch = h.src_epoch;
-	net_inject(&w.net, 1, 0, buf, forge(buf, f, NULL));
+	net_inject(&w.net, 1, 0, buf, forge(buf, f, junk)); /* len 0: none of it */
 	pump_for(&w, 20);
 	wt_link_stats_t after = stats(&w, 1, 0);
 
