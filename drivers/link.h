@@ -37,6 +37,7 @@ typedef struct {
 	const char *bind_addr;	/* tcp: local IP to listen on (NULL = any) */
 	const char *host_id;	/* this rank's host identity (NULL = unknown): equal strings
 				   mean the same host (and network namespace) */
+	int local_size;		/* ranks of the job on this host (0 = unknown) */
 } wt_link_config_t;
 
 enum wt_link_event_type {

@@ -46,6 +46,10 @@ struct wt_shm_seg_hdr {
 	_Alignas(64) _Atomic uint32_t sleeping;
 	/* Set by the owner's close(): peers report it failed without waiting for exit. */
 	_Atomic uint32_t closed;
+	/* Set by an owner that, between raising `sleeping` and its last look at its rings and
+	 * slots, runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): a sender whose process
+	 * registered for it needs no fence between its store and its look at `sleeping`. */
+	_Atomic uint32_t asym;
 };
 
 /* At the start of each ring slot; the data follows at WT_SHM_ALIGN. Counters run

@@ -144,6 +144,7 @@ struct wt_api_ctx {
  * segment and slot sizes, compression), which do not change. */
 typedef struct {
 	wt_sched_plan_t *plan; /* borrowed from the memo; NULL: nothing to replay */
+	int quick; /* the plan may run by wt_sched_exec_quick (wt_sched_exec_quick_plan) */
 	size_t count;
 	wt_sched_coll_t coll;
 	weft_dtype_t dtype;

@@ -509,6 +509,7 @@ static weft_status_t open_link(wt_api_ctx_t *ctx, const char *name, const char *
 	lc.connect_timeout = ctx->cfg.connect_timeout;
 	lc.bind_addr = bind_ip;
 	lc.host_id = ctx->host_id;
+	lc.local_size = ctx->local_size;
 	st = ops->open(&lc, &link);
 	if (st != WEFT_OK) {
 		ctx_err(err, errlen, "opening link driver '%s' failed: %s", name,

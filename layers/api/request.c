@@ -627,6 +627,7 @@ static weft_status_t coll_start(weft_comm_t *comm, const wt_sched_args_t *args, 
 	/* A blocking collective from the memo: the next call of its shape may replay it. */
 	if (will_wait && !owned && !req->p2p && !comm->ctx->cfg.check)
 		comm->replay = (wt_api_replay_t){.plan = plan,
+						 .quick = wt_sched_exec_quick_plan(plan),
 						 .count = args->count,
 						 .coll = args->coll,
 						 .dtype = args->dtype,
@@ -663,10 +664,54 @@ weft_status_t wt_api_coll_run(weft_comm_t *comm, const wt_sched_args_t *args, co
 	return st != WEFT_OK ? st : coll_finish(req);
 }
 
+/* wt_sched_exec_quick's wake-up: the members that sleep on our flags. */
+static void quick_wake(void *arg)
+{
+	weft_comm_t *comm = arg;
+
+	wt_chan_slot_wake(comm->ctx->chan, comm->world, comm->size);
+}
+
+/* A replayed call of a plan that wt_sched_exec_quick runs (one tiny slot call whose waits
+ * come first: a tiny broadcast), straight from the kept block: no request, no execution to
+ * arm, no completion, and no lock. What it touches is the communicator's thread's alone
+ * (the kept block, the slot sequences, the replay), or read only (the members' regions,
+ * mapped for the links' life; the channel's slot link to wake sleepers): the progress
+ * thread never starts a call. A lock (or any locked instruction) here would wait for the
+ * slot's cache line to come back from the reader polling it, 100-200 ns a call on this VM
+ * (2 ranks, 16 B broadcast, alternating: 0.07-0.10 us a call without, 0.18-0.37 with).
+ * 1 if it ran; 0 leaves the call to coll_launch (a wait unmet for the inline spin, another
+ * plan kept, a broken communicator, which coll_launch reports). */
+static int replay_quick(weft_comm_t *comm, const void *sendbuf, void *recvbuf)
+{
+	wt_api_ctx_t *ctx = comm->ctx;
+	uint32_t spin = 0;
+
+	if (!ctx->oversubscribed)
+		spin =
+		    (uint32_t)(ctx->cfg.spin_us < WT_API_INLINE_SPIN_US ? ctx->cfg.spin_us
+									: WT_API_INLINE_SPIN_US) *
+		    1000u;
+	/* Written under the lock by weft_comm_abort (any thread) and the progress thread: a
+	 * stale answer runs one more call, as if it had started just before. */
+	if (__atomic_load_n(&comm->aborted, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&comm->async_err, __ATOMIC_RELAXED) != WEFT_OK || !comm->registered)
+		return 0;
+	if (!wt_sched_exec_quick(&comm->exec_keep, comm->replay.plan, comm->slot_seq, sendbuf,
+				 recvbuf, spin, quick_wake, comm))
+		return 0;
+	/* as req_init: every rank numbers the call, whichever way it ran */
+	comm->seq++;
+	return 1;
+}
+
 weft_status_t wt_api_replay(weft_comm_t *comm, const void *sendbuf, void *recvbuf)
 {
 	weft_request_t own;
 	weft_status_t st;
+
+	if (comm->replay.quick && replay_quick(comm, sendbuf, recvbuf))
+		return WEFT_OK;
 
 	req_init(&own, comm, comm->replay.coll, 1);
 	st = coll_launch(comm, comm->replay.plan, 0, sendbuf, recvbuf, &own, 0);

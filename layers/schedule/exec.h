@@ -189,6 +189,21 @@ weft_status_t wt_sched_exec_run_kept(wt_sched_exec_keep_t *keep, wt_sched_plan_t
 				     const void *sendbuf, void *recvbuf,
 				     wt_sched_exec_done_fn_t done, void *arg, wt_sched_exec_t **ex);
 void wt_sched_exec_keep_free(wt_sched_exec_keep_t *keep);
+/* A blocking caller's rerun of the one-slot plan that ran last from keep (ended, its block
+ * kept), when that plan's waits all come before its PUT and DONE (a broadcast's root and
+ * readers): its steps run straight from the kept block on the new buffers, with no
+ * execution to start, no done and no network call but wake(wake_ctx) at the end (peers
+ * that sleep on our flags). seqs are the network's slot sequences, one per ring (as its
+ * slots op keeps them); the call takes the next number of its ring. 1: the call ran, its
+ * ring's sequence advanced. 0: nothing was stored or numbered, because the plan does not
+ * qualify, its block is not kept, or a wait stayed unmet for spin_ns (or a peer published
+ * another call there): the caller runs the call the usual way, which waits, or names
+ * what differs. Under the same serialisation as wt_sched_exec_start. */
+/* Whether p is such a plan (its runs may go by wt_sched_exec_quick). */
+int wt_sched_exec_quick_plan(const wt_sched_plan_t *p);
+int wt_sched_exec_quick(wt_sched_exec_keep_t *keep, const wt_sched_plan_t *p,
+			uint64_t seqs[WT_SCHED_RINGS], const void *sendbuf, void *recvbuf,
+			uint32_t spin_ns, void (*wake)(void *), void *wake_ctx);
 /* WEFT_INPROGRESS until done, then the final status. */
 weft_status_t wt_sched_exec_status(const wt_sched_exec_t *ex);
 /* Stop early: cancels posted ops, completes with st (and msg) if not done already; done

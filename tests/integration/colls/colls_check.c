@@ -8,6 +8,7 @@
  * --expect-init-fail (weft_init must fail with WEFT_ERR_INVALID_ARG). */
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -631,6 +632,42 @@ static void t_allreduce_mem(size_t count, weft_dtype_t dt, weft_op_t op, int inp
 	weft_mem_free(recv);
 }
 
+/* A thread that runs broadcasts on the communicator while the main thread waits for it:
+ * one communicator from one thread at a time, but not always the same thread. */
+static void *bcast_thread(void *arg)
+{
+	int n = *(const int *)arg;
+
+	RUN(n, t_broadcast(5, WEFT_INT32, 0, 0));
+	return NULL;
+}
+
+/* Tiny broadcasts of one shape run by the replay's quick path (no request, no lock: see
+ * request.c): calls that the root or a reader reaches 20 ms late (the others' inline spin
+ * runs out, and they wait the usual way), calls from another thread between the main
+ * thread's, and calls between runs of other collectives; every result checked exactly. */
+static void replay_quick_runs(void)
+{
+	pthread_t th;
+	int n = 20;
+
+	for (int k = 0; k < 48; k++, g_salt++) {
+		if (k % 8 == 3 && g_rank == (k / 8) % g_size)
+			sleep_ms(20);
+		t_broadcast(5, WEFT_INT32, 0, 0);
+	}
+	if (pthread_create(&th, NULL, bcast_thread, &n) != 0) {
+		fail("pthread_create failed");
+		return;
+	}
+	pthread_join(th, NULL);
+	RUN(20, t_broadcast(5, WEFT_INT32, 0, 0));
+	RUN(2, t_allreduce(5, WEFT_INT32, WEFT_SUM, 0, 0));
+	RUN(20, t_broadcast(5, WEFT_INT32, g_size - 1, 0));
+	RUN(2, t_allgather(5, WEFT_INT32, 0, 0));
+	RUN(20, t_broadcast(5, WEFT_INT32, g_size - 1, 0));
+}
+
 /* Runs of the same blocking call, each followed by a call that differs from it in one
  * argument (root, count, dtype of the same size or another, op, in place or not, buffers
  * in weft_mem or not), all checked exactly; after a run, a NULL buffer and a bad root are
@@ -666,6 +703,7 @@ static void s_replay(void)
 	RUN(2, t_alltoall(c, WEFT_UINT32, 0, 1));
 	RUN(3, check_st(weft_barrier(g_comm, NULL), "barrier in a run"));
 	t_barrier(0);
+	replay_quick_runs();
 	/* Refused after a run of the same shape, and the run goes on afterwards. */
 	RUN(2, t_broadcast(c, WEFT_INT32, 0, 0));
 	st = weft_broadcast(NULL, c, WEFT_INT32, 0, g_comm, NULL);

@@ -1305,6 +1305,7 @@ static const char *chosen(wt_sched_coll_t coll, size_t count, int n, size_t slot
 
 typedef struct {
 	void *regions[2];
+	size_t region_bytes; /* 0: REGION */
 	uint64_t seq;
 	_Atomic int posted; /* post_wait calls */
 	/* the one wait posted (case B): completed by hand */
@@ -1348,7 +1349,7 @@ static weft_status_t sp_slots(void *ctx, wt_sched_slots_t *out)
 
 	out->seq = c->sn->seq;
 	out->region = c->sn->regions;
-	out->region_bytes = REGION;
+	out->region_bytes = c->sn->region_bytes ? c->sn->region_bytes : REGION;
 	return WEFT_OK;
 }
 
@@ -1413,9 +1414,11 @@ static void spin_setup(spin_net_t *sn, spin_rank_t *rk, int r, uint32_t spin_ns)
 /* Both ranks' slot regions, fresh. */
 static void spin_regions(spin_net_t *sn)
 {
+	size_t bytes = sn->region_bytes ? sn->region_bytes : REGION;
+
 	for (int r = 0; r < 2; r++) {
-		sn->regions[r] = st_alloc(REGION);
-		wt_sched_slot_reset(sn->regions[r], REGION, 1, 0);
+		sn->regions[r] = st_alloc(bytes);
+		wt_sched_slot_reset(sn->regions[r], bytes, 1, 0);
 	}
 }
 
@@ -1668,6 +1671,125 @@ static void test_run_kept(void **state)
 		wt_sched_plan_unref(bar[r].plan);
 		free(sn.regions[r]);
 	}
+}
+
+/* wt_sched_exec_quick's wake-up: counted. */
+static void quick_wake_count(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* Quick runs (wt_sched_exec_quick) of a 2-rank broadcast after a first run that left its
+ * block kept: each call's data arrives exactly, the sequence advances by one a call and
+ * the wake-up runs once; a reader whose root has not published, and a root a ring ahead
+ * of its reader, get 0 with nothing numbered or stored, and the calls go on where they
+ * were; an allreduce plan, a keep of another plan and an empty keep never qualify. */
+static void quick_run(size_t region_bytes)
+{
+	spin_net_t sn = {.seq = 2, .region_bytes = region_bytes};
+	spin_rank_t rk[2], ar;
+	wt_sched_exec_keep_t keep[2] = {{0}, {0}}, none = {0};
+	uint64_t seqs[2][WT_SCHED_RINGS];
+	int32_t buf[2][3];
+	/* 2 ranks: the large ring in small regions, the small one in the API's */
+	int ring =
+	    wt_sched_slot_small_capacity(region_bytes) ? WT_SCHED_RING_SMALL : WT_SCHED_RING_LARGE;
+	int wakes[2] = {0, 0}, depth = ring == WT_SCHED_RING_SMALL ? (int)WT_SCHED_SLOT_SMALL_DEPTH
+								   : WT_SCHED_SLOT_DEPTH;
+	int32_t next = 0; /* the next call's data: next, next + 1, next + 2 */
+
+	spin_regions(&sn);
+	for (int r = 0; r < 2; r++)
+		spin_setup_coll(&sn, &rk[r], r, 0, WT_COLL_BROADCAST);
+	spin_setup_coll(&sn, &ar, 0, 0, WT_COLL_ALLREDUCE);
+	assert_true(wt_sched_exec_quick_plan(rk[0].plan));
+	assert_true(wt_sched_exec_quick_plan(rk[1].plan));
+	assert_false(wt_sched_exec_quick_plan(ar.plan));
+	assert_false(wt_sched_exec_quick_plan(NULL));
+	/* Nothing kept yet. */
+	for (int r = 0; r < 2; r++)
+		for (int g = 0; g < WT_SCHED_RINGS; g++)
+			seqs[r][g] = 2;
+	assert_int_equal(wt_sched_exec_quick(&none, rk[0].plan, seqs[0], buf[0], buf[0], 0,
+					     quick_wake_count, &wakes[0]),
+			 0);
+	/* The first call the usual way (slot call 2), root first: both end inside the start. */
+	for (int r = 0; r < 2; r++) {
+		wt_sched_net_t net = spin_net_of(&rk[r]);
+
+		for (int i = 0; i < 3; i++)
+			buf[r][i] = r == 0 ? next + i : -1;
+		assert_int_equal(wt_sched_exec_run_kept(&keep[r], rk[r].plan, &net, TAG(0), buf[r],
+							buf[r], sp_done, &rk[r].ctx, &rk[r].ex),
+				 WEFT_OK);
+		assert_null(rk[r].ex);
+		assert_non_null(keep[r].blk);
+	}
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(buf[1][i], next + i);
+	next += 10;
+	/* Quick calls in step. */
+	for (int k = 0; k < 3 * depth; k++, next += 10) {
+		for (int r = 0; r < 2; r++) {
+			for (int i = 0; i < 3; i++)
+				buf[r][i] = r == 0 ? next + i : -1;
+			assert_int_equal(wt_sched_exec_quick(&keep[r], rk[r].plan, seqs[r], buf[r],
+							     buf[r], 0, quick_wake_count,
+							     &wakes[r]),
+					 1);
+			assert_int_equal(seqs[r][ring], 3 + (uint64_t)k);
+			assert_int_equal(wakes[r], k + 1);
+		}
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(buf[1][i], next + i);
+	}
+	/* The reader first: its root has not published. */
+	assert_int_equal(wt_sched_exec_quick(&keep[1], rk[1].plan, seqs[1], buf[1], buf[1], 0,
+					     quick_wake_count, &wakes[1]),
+			 0);
+	assert_int_equal(seqs[1][ring], 2 + 3 * (uint64_t)depth);
+	/* The root a ring ahead: depth calls, then one that must wait for the reader. */
+	for (int k = 0; k < depth; k++) {
+		for (int i = 0; i < 3; i++)
+			buf[0][i] = next + 10 * k + i;
+		assert_int_equal(wt_sched_exec_quick(&keep[0], rk[0].plan, seqs[0], buf[0], buf[0],
+						     0, quick_wake_count, &wakes[0]),
+				 1);
+	}
+	assert_int_equal(wt_sched_exec_quick(&keep[0], rk[0].plan, seqs[0], buf[0], buf[0], 0,
+					     quick_wake_count, &wakes[0]),
+			 0);
+	assert_int_equal(seqs[0][ring], 2 + 4 * (uint64_t)depth);
+	/* The reader catches up, call by call, with the root's data of each. */
+	for (int k = 0; k < depth; k++) {
+		memset(buf[1], 0xff, sizeof(buf[1]));
+		assert_int_equal(wt_sched_exec_quick(&keep[1], rk[1].plan, seqs[1], buf[1], buf[1],
+						     0, quick_wake_count, &wakes[1]),
+				 1);
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(buf[1][i], next + 10 * k + i);
+	}
+	/* And the root goes on. */
+	assert_int_equal(wt_sched_exec_quick(&keep[0], rk[0].plan, seqs[0], buf[0], buf[0], 0,
+					     quick_wake_count, &wakes[0]),
+			 1);
+	/* A keep of the broadcast does not run the allreduce. */
+	assert_int_equal(wt_sched_exec_quick(&keep[0], ar.plan, seqs[0], buf[0], buf[0], 0,
+					     quick_wake_count, &wakes[0]),
+			 0);
+	for (int r = 0; r < 2; r++) {
+		wt_sched_exec_keep_free(&keep[r]);
+		wt_sched_plan_unref(rk[r].plan);
+		free(sn.regions[r]);
+	}
+	wt_sched_plan_unref(ar.plan);
+}
+
+static void test_quick_run(void **state)
+{
+	(void)state;
+	quick_run(REGION);
+	quick_run(BIG_REGION);
 }
 
 static void test_kept(void **state)
@@ -1947,6 +2069,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_inline_spin),
 	    cmocka_unit_test(test_kept),
 	    cmocka_unit_test(test_run_kept),
+	    cmocka_unit_test(test_quick_run),
 	    cmocka_unit_test(test_kept_sizes),
 	    cmocka_unit_test(test_small_ring),
 	    cmocka_unit_test(test_root_runs_ahead),
