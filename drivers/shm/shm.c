@@ -414,27 +414,26 @@ static weft_status_t shm_alloc(const wt_link_config_t *cfg, wt_link_t **out)
  * registered. With more ranks than cores they sleep often, and each sleep's barrier
  * interrupts the other cores (8 ranks on 2 cores, 1 MiB allreduce: 1.1-1.5 ms with
  * fences, 1.7-1.9 with the barrier). */
-static int shm_asym_setup(const wt_link_config_t *cfg)
+static weft_status_t shm_asym_setup(const wt_link_config_t *cfg, int *asym)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	char err[160];
 	int on = 1;
 	long q;
 
-	if (cfg->local_size <= 0 || ncpu <= 0 || cfg->local_size > ncpu)
-		return 0;
-
+	*asym = 0;
 	if (wt_util_env_bool("WEFT_SHM_MEMBARRIER", 1, &on, err, sizeof(err)) != WEFT_OK) {
-		WT_WARN("shm: %s; senders fence every wake-up", err);
-		return 0;
+		WT_ERROR("shm: %s", err);
+		return WEFT_ERR_INVALID_ARG;
 	}
-	if (!on)
-		return 0;
+	if (!on || cfg->local_size <= 0 || ncpu <= 0 || cfg->local_size > ncpu)
+		return WEFT_OK;
 	q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 	if (q < 0 || !(q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ||
 	    !(q & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED))
-		return 0;
-	return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+		return WEFT_OK;
+	*asym = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+	return WEFT_OK;
 }
 
 /* The sleeper's side: after raising `sleeping`, before the last look. */
@@ -478,6 +477,11 @@ static weft_status_t shm_open_link(const wt_link_config_t *cfg, wt_link_t **link
 		WT_ERROR("shm: %s", err);
 		return st;
 	}
+	int asym;
+
+	st = shm_asym_setup(cfg, &asym);
+	if (st != WEFT_OK)
+		return st;
 	st = shm_alloc(cfg, &l);
 	for (int i = 0; st == WEFT_OK && i < l->size; i++)
 		l->peers[i].tx_way.forced = stores;
@@ -494,7 +498,7 @@ static weft_status_t shm_open_link(const wt_link_config_t *cfg, wt_link_t **link
 	l->base.ops = &wt_shm_ops;
 	l->base.max_frame = WT_SHM_MAX_FRAME;
 	l->next_live_ns = wt_util_time_ns() + SHM_LIVENESS_NS;
-	l->asym = shm_asym_setup(cfg);
+	l->asym = asym;
 	atomic_store(&l->hdr->asym, (uint32_t)l->asym);
 	*link = l;
 	return WEFT_OK;

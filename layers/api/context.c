@@ -338,6 +338,13 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 	st = wt_util_stores_setting(&c->shm_stores, err, errlen);
 	if (st != WEFT_OK)
 		return st;
+	{
+		int membarrier;
+
+		st = wt_util_env_bool("WEFT_SHM_MEMBARRIER", 1, &membarrier, err, errlen);
+		if (st != WEFT_OK)
+			return st;
+	}
 	st = wt_util_env_int("WEFT_SPIN_US", 1000, 0, 1000000, &v, err, errlen);
 	if (st != WEFT_OK)
 		return st;

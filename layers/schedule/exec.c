@@ -1630,7 +1630,7 @@ int wt_sched_exec_quick(wt_sched_exec_keep_t *keep, const wt_sched_plan_t *p,
 	const wt_sched_plan_view_t *v = p ? wt_sched_plan_view(p) : NULL;
 	wt_sched_exec_t *ex;
 	uint64_t seq, until = 0;
-	int ring, signalled = 0;
+	int ring, bound = 0;
 
 	if (!keep || !keep->blk || !v || keep->serial != v->serial || !seqs || !wake)
 		return 0;
@@ -1649,6 +1649,9 @@ int wt_sched_exec_quick(wt_sched_exec_keep_t *keep, const wt_sched_plan_t *p,
 		case WT_SCHED_SLOT_WAIT:
 			if (quick_met(ex, s, seq, 0))
 				break;
+			/* Watched for what is left of the spin budget (one for the call, as
+			 * exec_watch_one's), a full root waiting for a run of releases; at
+			 * its end the wait as it is, else back to the caller. */
 			for (;;) {
 				uint64_t now;
 
@@ -1674,9 +1677,9 @@ int wt_sched_exec_quick(wt_sched_exec_keep_t *keep, const wt_sched_plan_t *p,
 		case WT_SCHED_SLOT_REDUCE:
 		case WT_SCHED_SLOT_PUT:
 		case WT_SCHED_SLOT_DONE:
-			if (!signalled) {
+			if (!bound) {
 				/* The first step that reads or stores: bind the call. */
-				signalled = 1;
+				bound = 1;
 				ex->slots.seq = seq;
 				ex->bufs[WT_SCHED_BUF_RECV] = recvbuf;
 				ex->bufs[WT_SCHED_BUF_SEND] = (uint8_t *)(uintptr_t)sendbuf;
