@@ -148,7 +148,7 @@ struct peer {
 	struct frame *qhead, *qtail;
 	int in_backlog;
 	int bnext;
-	int notify;	    /* failed; the peer-fail callback has not run yet */
+	uint64_t notify;    /* failed, the peer-fail callback not run yet: the failure's number */
 	int heard;	    /* a frame arrived from it: the silence clock runs */
 	uint64_t linked_at; /* coarse ns of wt_chan_set_link */
 	uint64_t last_rx;   /* coarse ns of its last frame (or grace end - timeout) */
@@ -185,7 +185,8 @@ struct wt_chan {
 	uint8_t *bounce;
 	size_t outstanding;
 	int in_progress;
-	int nnotify; /* peers with notify set */
+	int nnotify;	     /* peers with notify set */
+	uint64_t notify_seq; /* numbers the failures, so owners hear of them in order */
 	wt_chan_peer_fail_fn_t fail_fn;
 	void *fail_arg;
 	uint64_t hb_timeout_ns; /* 0: no heartbeats, no silence verdicts */
@@ -921,7 +922,7 @@ static void vfail_peer(wt_chan_t *ch, int pi, weft_status_t st, int loud, const 
 	else
 		WT_INFO("channel: peer %s", p->why);
 	/* the owner hears of it from progress, never from inside a post */
-	p->notify = 1;
+	p->notify = ++ch->notify_seq;
 	ch->nnotify++;
 	while (p->qhead != NULL) {
 		struct frame *f = p->qhead;
@@ -1548,24 +1549,28 @@ static void hb_tick(wt_chan_t *ch)
 	}
 }
 
-/* Tell the owner about newly failed peers; a callback may fail further peers. */
+/* Tell the owner about newly failed peers, in the order they failed (a communicator names
+ * the first member it lost: a rank that died, not one that left after hearing of it); a
+ * callback may fail further peers. */
 static int run_notifies(wt_chan_t *ch)
 {
 	int n = 0;
 
 	while (ch->nnotify > 0) {
-		for (int i = 0; i < ch->size && ch->nnotify > 0; i++) {
-			struct peer *p = &ch->peers[i];
+		int first = -1;
 
-			if (!p->notify)
-				continue;
-			p->notify = 0;
-			ch->nnotify--;
-			if (ch->fail_fn == NULL)
-				continue;
-			ch->fail_fn(ch->fail_arg, i, p->fail_st, p->why);
-			n++;
-		}
+		for (int i = 0; i < ch->size; i++)
+			if (ch->peers[i].notify &&
+			    (first < 0 || ch->peers[i].notify < ch->peers[first].notify))
+				first = i;
+		if (first < 0)
+			break;
+		ch->peers[first].notify = 0;
+		ch->nnotify--;
+		if (ch->fail_fn == NULL)
+			continue;
+		ch->fail_fn(ch->fail_arg, first, ch->peers[first].fail_st, ch->peers[first].why);
+		n++;
 	}
 	return n;
 }

@@ -1287,6 +1287,46 @@ static void test_link_poll_fails(void **state)
 	wt_chan_destroy(ch);
 }
 
+/* Peers failed in one progress pass are reported in the order they failed, not by rank
+ * (a communicator names the first member it lost). */
+typedef struct {
+	int peers[4];
+	int n;
+} fail_order_t;
+
+static void on_fail_order(void *arg, int peer, weft_status_t st, const char *why)
+{
+	fail_order_t *o = arg;
+
+	(void)st, (void)why;
+	if (o->n < 4)
+		o->peers[o->n] = peer;
+	o->n++;
+}
+
+static void test_fail_order(void **state)
+{
+	wt_chan_config_t cc = {.rank = 0, .size = 4};
+	wt_chan_t *ch = NULL;
+	fail_order_t o = {{0}, 0};
+
+	(void)state;
+	assert_int_equal(wt_chan_create(&cc, &ch), WEFT_OK);
+	wt_chan_set_peer_fail_cb(ch, on_fail_order, &o);
+	wt_chan_fail_peer(ch, 3, WEFT_ERR_PEER_FAILED, "first");
+	wt_chan_fail_peer(ch, 1, WEFT_ERR_PEER_FAILED, "second");
+	wt_chan_fail_peer(ch, 2, WEFT_ERR_PEER_FAILED, "third");
+	assert_int_equal(o.n, 0); /* from progress, never from inside the call */
+	wt_chan_progress(ch);
+	assert_int_equal(o.n, 3);
+	assert_int_equal(o.peers[0], 3);
+	assert_int_equal(o.peers[1], 1);
+	assert_int_equal(o.peers[2], 2);
+	wt_chan_progress(ch);
+	assert_int_equal(o.n, 3);
+	wt_chan_destroy(ch);
+}
+
 #define DRIVER_TESTS(drv)                                                                          \
 	cmocka_unit_test_prestate(test_sizes, drv),                                                \
 	    cmocka_unit_test_prestate(test_stream_sizes, drv),                                     \
@@ -1309,6 +1349,7 @@ static void test_link_poll_fails(void **state)
 	    cmocka_unit_test_prestate(test_rndv_env, drv),                                         \
 	    cmocka_unit_test_prestate(test_get_min, drv),                                          \
 	    cmocka_unit_test_prestate(test_send_copy, drv),                                        \
-	    cmocka_unit_test_prestate(test_link_poll_fails, drv)
+	    cmocka_unit_test_prestate(test_link_poll_fails, drv),                                  \
+	    cmocka_unit_test_prestate(test_fail_order, drv)
 
 CT_DRIVER_MAIN("channel")
