@@ -13,7 +13,6 @@
 #include <sys/epoll.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -451,11 +450,18 @@ static void asym_barrier(wt_link_t *l)
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
+/* Whether the peer's barrier before it sleeps serves us: it runs one, and our process is
+ * registered, so it reaches us. */
+static int asym_covers(const wt_link_t *l, const struct wt_shm_seg_hdr *peer)
+{
+	return l->asym && atomic_load_explicit(&peer->asym, memory_order_relaxed);
+}
+
 /* The sender's side, before it looks at a peer's `sleeping`: a fence unless the peer runs
  * the barrier for us. */
 static void asym_fence(const wt_link_t *l, const struct wt_shm_seg_hdr *peer)
 {
-	if (!l->asym || !atomic_load_explicit(&peer->asym, memory_order_relaxed))
+	if (!asym_covers(l, peer))
 		atomic_thread_fence(memory_order_seq_cst);
 }
 
@@ -1350,8 +1356,7 @@ static void shm_slot_wake(wt_link_t *l, const int *peers, int npeers)
 
 		if (r < 0 || r >= l->size || r == l->rank || l->peers[r].state != SHM_PEER_UP)
 			continue;
-		if (!fenced &&
-		    !atomic_load_explicit(&l->peers[r].tx_hdr->asym, memory_order_relaxed)) {
+		if (!fenced && !asym_covers(l, l->peers[r].tx_hdr)) {
 			atomic_thread_fence(memory_order_seq_cst);
 			fenced = 1;
 		}

@@ -527,6 +527,18 @@ weft_status_t wt_api_req_done_now(weft_comm_t *comm, wt_sched_coll_t coll, weft_
 	return WEFT_OK;
 }
 
+/* How long a caller about to block, with a core of its own, watches the peers' slot flags
+ * itself before it waits the usual way (capped: coll_launch holds the lock meanwhile); 0
+ * where ranks share cores. */
+static uint32_t inline_spin_ns(const wt_api_ctx_t *ctx)
+{
+	if (ctx->oversubscribed)
+		return 0;
+	return (uint32_t)(ctx->cfg.spin_us < WT_API_INLINE_SPIN_US ? ctx->cfg.spin_us
+								   : WT_API_INLINE_SPIN_US) *
+	       1000u;
+}
+
 /* Start req (initialised; on its caller's stack if the caller blocks on it) on plan
  * (owned: the caller's reference, dropped here), waking the progress thread for it if
  * wake. On failure req is released. */
@@ -539,13 +551,8 @@ static weft_status_t coll_launch(weft_comm_t *comm, wt_sched_plan_t *plan, int o
 	weft_status_t st;
 
 	net.ctx = req;
-	/* A caller about to block, with a core of its own, watches the peers' slot flags for a
-	 * while itself (capped: the lock is held meanwhile). */
-	if (will_wait && !ctx->oversubscribed)
-		net.spin_ns =
-		    (uint32_t)(ctx->cfg.spin_us < WT_API_INLINE_SPIN_US ? ctx->cfg.spin_us
-									: WT_API_INLINE_SPIN_US) *
-		    1000u;
+	if (will_wait)
+		net.spin_ns = inline_spin_ns(ctx);
 	pthread_mutex_lock(&ctx->lock);
 	/* Under the lock, so that an abort or a failed peer either sees this request or
 	 * stops it here. */
@@ -684,21 +691,13 @@ static void quick_wake(void *arg)
  * plan kept, a broken communicator, which coll_launch reports). */
 static int replay_quick(weft_comm_t *comm, const void *sendbuf, void *recvbuf)
 {
-	wt_api_ctx_t *ctx = comm->ctx;
-	uint32_t spin = 0;
-
-	if (!ctx->oversubscribed)
-		spin =
-		    (uint32_t)(ctx->cfg.spin_us < WT_API_INLINE_SPIN_US ? ctx->cfg.spin_us
-									: WT_API_INLINE_SPIN_US) *
-		    1000u;
 	/* Written under the lock by weft_comm_abort (any thread) and the progress thread: a
 	 * stale answer runs one more call, as if it had started just before. */
 	if (__atomic_load_n(&comm->aborted, __ATOMIC_RELAXED) ||
 	    __atomic_load_n(&comm->async_err, __ATOMIC_RELAXED) != WEFT_OK || !comm->registered)
 		return 0;
 	if (!wt_sched_exec_quick(&comm->exec_keep, comm->replay.plan, comm->slot_seq, sendbuf,
-				 recvbuf, spin, quick_wake, comm))
+				 recvbuf, inline_spin_ns(comm->ctx), quick_wake, comm))
 		return 0;
 	/* as req_init: every rank numbers the call, whichever way it ran */
 	comm->seq++;

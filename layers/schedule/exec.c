@@ -243,18 +243,13 @@ static slot_ring_t slot_ring(size_t region_bytes, int ring)
 	slot_ring_t g = {
 	    .off = 0, .depth = WT_SCHED_SLOT_DEPTH, .hdr = ring_hdr(WT_SCHED_SLOT_DEPTH)};
 
-	if (ring == WT_SCHED_RING_SMALL) {
-		g.depth = WT_SCHED_SLOT_SMALL_DEPTH;
+	if (ring == WT_SCHED_RING_SMALL || ring == WT_SCHED_RING_TINY) {
+		int tiny = ring == WT_SCHED_RING_TINY;
+
+		g.depth = tiny ? WT_SCHED_SLOT_TINY_DEPTH : WT_SCHED_SLOT_SMALL_DEPTH;
 		g.hdr = ring_hdr(g.depth);
-		g.off = so;
-		g.stride = so ? WT_SCHED_SLOT_SMALL_STRIDE : 0;
-		return g;
-	}
-	if (ring == WT_SCHED_RING_TINY) {
-		g.depth = WT_SCHED_SLOT_TINY_DEPTH;
-		g.hdr = ring_hdr(g.depth);
-		g.off = so ? so + SMALL_RING_BYTES : 0;
-		g.stride = so ? WT_SCHED_SLOT_TINY_STRIDE : 0;
+		g.off = so && tiny ? so + SMALL_RING_BYTES : so;
+		g.stride = !so ? 0 : tiny ? WT_SCHED_SLOT_TINY_STRIDE : WT_SCHED_SLOT_SMALL_STRIDE;
 		return g;
 	}
 	g.stride =
@@ -528,21 +523,30 @@ static void peer_bufs_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 				       (unsigned long long)ex->descs[b].len);
 }
 
+/* Whether peer's slot of call seq holds our call (the slot_sig and count its PUT stored:
+ * slot_publish_words); *sig and *count get what it holds. */
+static int peer_sig_matches(const wt_sched_exec_t *ex, int peer, uint64_t seq, uint64_t *sig,
+			    uint64_t *count)
+{
+	size_t ready = ready_at(ex, seq);
+
+	*sig = atomic_load_explicit(word_at(ex, peer, ready + SLOT_SIG_OFF), memory_order_relaxed);
+	*count =
+	    atomic_load_explicit(word_at(ex, peer, ready + SLOT_COUNT_OFF), memory_order_relaxed);
+	return *sig == ex->v->slot_sig && *count == ex->v->args->count;
+}
+
 /* A peer published this slot call for another call than ours (other arguments, or another
  * algorithm: its buffers in weft_mem where ours are not, or the reverse): nothing it
  * published can be read as what we expect. */
 static void peer_sig_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
-	uint64_t seq = part_seq(ex, s);
-	uint64_t sig = atomic_load_explicit(word_at(ex, s->peer, ready_at(ex, seq) + SLOT_SIG_OFF),
-					    memory_order_relaxed);
-	uint64_t count = atomic_load_explicit(
-	    word_at(ex, s->peer, ready_at(ex, seq) + SLOT_COUNT_OFF), memory_order_relaxed);
+	uint64_t sig, count;
 	uint64_t mine = ex->v->slot_sig;
 	const uint64_t algo = (uint64_t)0xff << WT_SCHED_SIG_ALGO_SHIFT;
 	const wt_sched_args_t *a = ex->v->args;
 
-	if (sig == mine && count == a->count)
+	if (peer_sig_matches(ex, s->peer, part_seq(ex, s), &sig, &count))
 		return;
 	if ((sig & ~algo) == (mine & ~algo) && count == a->count) {
 		exec_set_error(ex, WEFT_ERR_MISMATCH,
@@ -598,13 +602,23 @@ static void slot_wake_now(wt_sched_exec_t *ex)
  * or, if the execution stops to wait first, to the end of that round of exec_progress:
  * a call that runs through pays one fence, not two, and not while its PUT's store is still
  * on its way to the peer. */
+/* A PUT's last stores: what call it is (peer_sig_matches reads them), then its flag. */
+static void slot_publish_words(wt_sched_exec_t *ex, uint64_t seq)
+{
+	size_t ready = ready_at(ex, seq);
+
+	atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_SIG_OFF), ex->v->slot_sig,
+			      memory_order_relaxed);
+	atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_COUNT_OFF), ex->v->args->count,
+			      memory_order_relaxed);
+	atomic_store_explicit(word_at(ex, ex->rank, ready), seq, memory_order_release);
+}
+
 static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 {
 	uint64_t seq = part_seq(ex, s);
 
 	if (s->type == WT_SCHED_SLOT_PUT) {
-		size_t ready = ready_at(ex, seq);
-
 		if (ex->v->uses_peers) {
 			memcpy(slot_data(ex, seq, ex->rank, 0), ex->descs, sizeof(ex->descs));
 			atomic_store_explicit(slot_fail_word(ex, ex->rank), 0,
@@ -614,11 +628,7 @@ static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		if (s->len)
 			wt_util_stores_copy(ex->slots.stores, slot_data(ex, seq, ex->rank, s->off),
 					    bind(ex, s->src_buf, s->src_off), s->len);
-		atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_SIG_OFF), ex->v->slot_sig,
-				      memory_order_relaxed);
-		atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_COUNT_OFF),
-				      ex->v->args->count, memory_order_relaxed);
-		atomic_store_explicit(word_at(ex, ex->rank, ready), seq, memory_order_release);
+		slot_publish_words(ex, seq);
 		ex->wake_due = 1;
 		return;
 	}
@@ -1348,6 +1358,13 @@ void wt_sched_exec_keep_free(wt_sched_exec_keep_t *keep)
 	keep->serial = 0;
 }
 
+/* The ring a call of ex takes: its plan's, except that a region without the small rings
+ * serves every call from the large one (and the network numbers them all in one
+ * sequence). Needs ex->geom. */
+static int bound_ring(const wt_sched_exec_t *ex)
+{
+	return ex->geom[ex->slots.ring].stride ? ex->slots.ring : WT_SCHED_RING_LARGE;
+}
 /* A slot plan takes the next slot call of the network and checks that its regions hold
  * what the plan touches. */
 static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *net,
@@ -1372,9 +1389,7 @@ static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *
 			ex->geom[ring] = slot_ring(ex->slots.region_bytes, ring);
 		ex->geom_bytes = ex->slots.region_bytes;
 	}
-	/* A region without the small rings serves every call from the large one (and the
-	 * network numbers them all in one sequence). */
-	ex->ring = ex->geom[ex->geom[ex->slots.ring].stride ? ex->slots.ring : WT_SCHED_RING_LARGE];
+	ex->ring = ex->geom[bound_ring(ex)];
 	if (!ex->slots.region || ring_capacity(&ex->ring) < need) {
 		WT_ERROR("schedule: %s plan needs slots of %zu bytes, the regions hold %zu",
 			 wt_sched_plan_algo(ex->plan), need, ring_capacity(&ex->ring));
@@ -1521,7 +1536,8 @@ weft_status_t wt_sched_exec_run_kept(wt_sched_exec_keep_t *keep, wt_sched_plan_t
 /* Whether a one-slot in-order plan may run by wt_sched_exec_quick: only slot steps of its
  * one part, and no PUT or DONE before a wait, so that an unmet wait leaves nothing done;
  * and tiny (what a tiny slot holds): a 2-rank broadcast of 1 KiB ran half the time at
- * 0.65-0.82 us a call by it against 0.41-0.44 the usual way. */
+ * 0.65-0.82 us a call by it (then with its lock) against 0.41-0.44 the usual way, which
+ * had a run at 0.59 too: not measured again without the lock. */
 static int quick_plan(const wt_sched_plan_view_t *v)
 {
 	int signalled = 0;
@@ -1577,21 +1593,16 @@ static int quick_freed(wt_sched_exec_t *ex, int peer, uint64_t seq, int ahead)
  * which names it). */
 static int quick_met(wt_sched_exec_t *ex, const wt_sched_step_t *s, uint64_t seq, int ahead)
 {
-	const wt_sched_plan_view_t *v = ex->v;
-	size_t ready;
+	uint64_t sig, count;
 
 	if (s->type == WT_SCHED_SLOT_FREE)
 		return s->peer == ex->rank
 			   ? atomic_load_explicit(word_at(ex, ex->rank, done_at(ex, seq - 1)),
 						  memory_order_acquire) >= seq - 1
 			   : quick_freed(ex, s->peer, seq, ahead);
-	ready = ready_at(ex, seq);
-	if (atomic_load_explicit(word_at(ex, s->peer, ready), memory_order_acquire) < seq)
-		return 0;
-	return atomic_load_explicit(word_at(ex, s->peer, ready + SLOT_SIG_OFF),
-				    memory_order_relaxed) == v->slot_sig &&
-	       atomic_load_explicit(word_at(ex, s->peer, ready + SLOT_COUNT_OFF),
-				    memory_order_relaxed) == v->args->count;
+	return atomic_load_explicit(word_at(ex, s->peer, ready_at(ex, seq)),
+				    memory_order_acquire) >= seq &&
+	       peer_sig_matches(ex, s->peer, seq, &sig, &count);
 }
 
 /* A PUT or DONE of a quick run: slot_signal's stores (a tiny copy, plain: not through
@@ -1599,8 +1610,6 @@ static int quick_met(wt_sched_exec_t *ex, const wt_sched_step_t *s, uint64_t seq
  * sleepers woken at the end. */
 static void quick_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s, uint64_t seq)
 {
-	size_t ready = ready_at(ex, seq);
-
 	if (s->type == WT_SCHED_SLOT_DONE) {
 		atomic_store_explicit(word_at(ex, ex->rank, done_at(ex, seq)), seq,
 				      memory_order_release);
@@ -1609,11 +1618,7 @@ static void quick_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s, uint64_t
 	if (s->len)
 		memcpy(slot_data(ex, seq, ex->rank, s->off), bind(ex, s->src_buf, s->src_off),
 		       s->len);
-	atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_SIG_OFF), ex->v->slot_sig,
-			      memory_order_relaxed);
-	atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_COUNT_OFF), ex->v->args->count,
-			      memory_order_relaxed);
-	atomic_store_explicit(word_at(ex, ex->rank, ready), seq, memory_order_release);
+	slot_publish_words(ex, seq);
 }
 
 int wt_sched_exec_quick_plan(const wt_sched_plan_t *p)
@@ -1637,9 +1642,7 @@ int wt_sched_exec_quick(wt_sched_exec_keep_t *keep, const wt_sched_plan_t *p,
 	ex = keep->blk;
 	if (!ex->quick)
 		return 0;
-	/* The ring the block's last run bound (a region without small rings numbers every
-	 * call in the large ring's sequence). */
-	ring = ex->geom[ex->slots.ring].stride ? ex->slots.ring : WT_SCHED_RING_LARGE;
+	ring = bound_ring(ex); /* as the block's last run bound it */
 	seq = seqs[ring] + 1;
 	for (size_t i = 0; i < ex->nsteps; i++) {
 		const wt_sched_step_t *s = &v->steps[i];

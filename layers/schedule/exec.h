@@ -199,11 +199,11 @@ void wt_sched_exec_keep_free(wt_sched_exec_keep_t *keep);
  * qualify, its block is not kept, or a wait stayed unmet for spin_ns (or a peer published
  * another call there): the caller runs the call the usual way, which waits, or names
  * what differs. Under the same serialisation as wt_sched_exec_start. */
-/* Whether p is such a plan (its runs may go by wt_sched_exec_quick). */
-int wt_sched_exec_quick_plan(const wt_sched_plan_t *p);
 int wt_sched_exec_quick(wt_sched_exec_keep_t *keep, const wt_sched_plan_t *p,
 			uint64_t seqs[WT_SCHED_RINGS], const void *sendbuf, void *recvbuf,
 			uint32_t spin_ns, void (*wake)(void *), void *wake_ctx);
+/* Whether p is a plan wt_sched_exec_quick runs (one tiny slot call, its waits first). */
+int wt_sched_exec_quick_plan(const wt_sched_plan_t *p);
 /* WEFT_INPROGRESS until done, then the final status. */
 weft_status_t wt_sched_exec_status(const wt_sched_exec_t *ex);
 /* Stop early: cancels posted ops, completes with st (and msg) if not done already; done
