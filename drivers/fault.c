@@ -908,6 +908,7 @@ weft_status_t wt_fault_wrap(wt_link_t *inner, const wt_fault_config_t *cfg, int 
 	l->ops.caps &= ~WT_LINK_CAP_SLOTS;
 	l->ops.slot_area = NULL;
 	l->ops.slot_wake = NULL;
+	l->ops.cpu_shared = NULL; /* the inner one takes the inner link */
 	l->base.ops = &l->ops;
 	l->base.max_frame = wt_link_max_frame(inner);
 	WT_INFO("fault: rank %d %s link: drop=%g dup=%g reorder=%g corrupt=%g delay_us=%u "

@@ -185,6 +185,11 @@ typedef struct wt_link_ops {
 	 * space): the caller then moves the bytes with get/put. Mappings are cached per peer
 	 * and dropped when the peer fails or the link closes. */
 	void *(*mem_map)(wt_link_t *link, int peer, const wt_util_umem_desc_t *desc);
+	/* Optional (NULL = cannot tell): 1 if one of the n listed peers last ran, as far as
+	 * it published, on the CPU the calling thread runs on now (or that is unknown), 0 if
+	 * each runs elsewhere. Publishes the caller's CPU for its peers as it goes. Ranks that
+	 * are ours, out of range or not connected are skipped. A hint for waiting only. */
+	int (*cpu_shared)(wt_link_t *link, const int *peers, int n);
 } wt_link_ops_t;
 
 /* Every driver's link struct starts with this. */

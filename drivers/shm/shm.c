@@ -4,6 +4,7 @@
  * slot area per rank that the other ranks map read only. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -242,6 +243,7 @@ static weft_status_t seg_create(wt_link_t *l)
 	atomic_store(&l->hdr->sleeping, 0);
 	atomic_store(&l->hdr->closed, 0);
 	atomic_store(&l->hdr->asym, 0);
+	atomic_store(&l->hdr->cpu, sched_getcpu());
 	return WEFT_OK;
 }
 
@@ -1364,6 +1366,26 @@ static void shm_slot_wake(wt_link_t *l, const int *peers, int npeers)
 	}
 }
 
+/* Our CPU goes to our header only when it changed: peers read that line. */
+static int shm_cpu_shared(wt_link_t *l, const int *peers, int n)
+{
+	int cpu = sched_getcpu();
+
+	if (l == NULL || peers == NULL || cpu < 0)
+		return 1;
+	if (atomic_load_explicit(&l->hdr->cpu, memory_order_relaxed) != cpu)
+		atomic_store_explicit(&l->hdr->cpu, cpu, memory_order_relaxed);
+	for (int i = 0; i < n; i++) {
+		int r = peers[i];
+
+		if (r < 0 || r >= l->size || r == l->rank || l->peers[r].state != SHM_PEER_UP)
+			continue;
+		if (atomic_load_explicit(&l->peers[r].tx_hdr->cpu, memory_order_relaxed) == cpu)
+			return 1;
+	}
+	return 0;
+}
+
 static weft_status_t shm_probe(char *msg, size_t msglen)
 {
 	if (access("/proc/self/fd", R_OK) != 0) {
@@ -1409,4 +1431,5 @@ const wt_link_ops_t wt_shm_ops = {
     .slot_wake = shm_slot_wake,
     .put = shm_put,
     .mem_map = shm_mem_map,
+    .cpu_shared = shm_cpu_shared,
 };

@@ -22,7 +22,7 @@
  * backed once written, so the size costs address space, not memory. */
 #define WT_SHM_SLOT_BYTES (276u << 20) /* 64 regions of the API's (4404 KiB apart) */
 #define WT_SHM_MAGIC "WEFTSHM1"
-#define WT_SHM_VERSION 3u
+#define WT_SHM_VERSION 4u
 #define WT_SHM_BLOB_MAGIC 0x4d485357u /* "WSHM" */
 #define WT_SHM_MAC_LABEL "weft-shm-segment-v1"
 #define WT_SHM_JOB_ID_MAX 64
@@ -50,6 +50,10 @@ struct wt_shm_seg_hdr {
 	 * slots, runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): a sender whose process
 	 * registered for it needs no fence between its store and its look at `sleeping`. */
 	_Atomic uint32_t asym;
+	/* The CPU the owner last ran on when it looked (shm_cpu_shared), -1 before: where
+	 * ranks share cores, a waiter yields to the ranks it waits for only if they share
+	 * its CPU. A hint: any value is harmless. */
+	_Atomic int32_t cpu;
 };
 
 /* At the start of each ring slot; the data follows at WT_SHM_ALIGN. Counters run

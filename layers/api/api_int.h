@@ -51,20 +51,21 @@ typedef struct wt_api_ctx wt_api_ctx_t;
 
 /* Settings read from WEFT_* once per context. */
 typedef struct {
-	double timeout;		  /* WEFT_TIMEOUT: every blocking wait */
-	double connect_timeout;	  /* WEFT_CONNECT_TIMEOUT */
-	char links[40];		  /* WEFT_LINKS as given: auto, DRIVER or LOCAL,REMOTE */
-	char link_local[16];	  /* driver between ranks of one host */
-	char link_remote[16];	  /* driver between ranks of different hosts */
-	wt_fault_config_t fault;  /* WEFT_FAULT: injected at every link's boundary */
-	char algo[256];		  /* WEFT_ALGO: spec ("ring", "allreduce:ring,...") or "" */
-	size_t seg_bytes;	  /* WEFT_SEG_SIZE: pipeline segment (0 = algorithm default) */
-	size_t eager_limit;	  /* WEFT_EAGER_LIMIT (0 = channel default) */
-	int progress_thread;	  /* WEFT_PROGRESS_THREAD */
-	int spin_us;		  /* WEFT_SPIN_US: busy-poll budget before sleeping */
-	int yield_us;		  /* WEFT_YIELD_US: sched_yield-poll budget after spinning */
-	int compress;		  /* WEFT_COMPRESS: wt_sched_compress_t for float32 allreduce */
-	int shm_stores;		  /* WEFT_SHM_STORES: WT_UTIL_STORES_*, for slot publishes */
+	double timeout;		 /* WEFT_TIMEOUT: every blocking wait */
+	double connect_timeout;	 /* WEFT_CONNECT_TIMEOUT */
+	char links[40];		 /* WEFT_LINKS as given: auto, DRIVER or LOCAL,REMOTE */
+	char link_local[16];	 /* driver between ranks of one host */
+	char link_remote[16];	 /* driver between ranks of different hosts */
+	wt_fault_config_t fault; /* WEFT_FAULT: injected at every link's boundary */
+	char algo[256];		 /* WEFT_ALGO: spec ("ring", "allreduce:ring,...") or "" */
+	size_t seg_bytes;	 /* WEFT_SEG_SIZE: pipeline segment (0 = algorithm default) */
+	size_t eager_limit;	 /* WEFT_EAGER_LIMIT (0 = channel default) */
+	int progress_thread;	 /* WEFT_PROGRESS_THREAD */
+	int spin_us;		 /* WEFT_SPIN_US: busy-poll budget before sleeping */
+	int yield_us;		 /* WEFT_YIELD_US: sched_yield-poll budget after spinning */
+	int xcore_spin_us; /* WEFT_XCORE_SPIN_US: spin before a yield owed by other CPUs only */
+	int compress;	   /* WEFT_COMPRESS: wt_sched_compress_t for float32 allreduce */
+	int shm_stores;	   /* WEFT_SHM_STORES: WT_UTIL_STORES_*, for slot publishes */
 	wt_sched_cost_t cost_shm; /* WEFT_COST_SHM: alpha-beta-gamma of shm links */
 	int cost_shm_set;	  /* WEFT_COST_SHM was given (else oversubscription scales it) */
 	wt_sched_cost_t cost_tcp; /* WEFT_COST_TCP: of tcp (and every other) link */

@@ -353,6 +353,10 @@ static weft_status_t read_config(wt_api_config_t *c, char *err, size_t errlen)
 	if (st != WEFT_OK)
 		return st;
 	c->yield_us = (int)v;
+	st = wt_util_env_int("WEFT_XCORE_SPIN_US", 4, 0, 1000, &v, err, errlen);
+	if (st != WEFT_OK)
+		return st;
+	c->xcore_spin_us = (int)v;
 	return wt_util_env_bool("WEFT_CHECK", 0, &c->check, err, errlen);
 }
 

@@ -780,23 +780,54 @@ static weft_status_t req_finish(weft_request_t **reqp, int recycle)
 	return st;
 }
 
-/* One attempt to make progress from the calling thread. */
-static void caller_progress(wt_api_ctx_t *ctx, weft_request_t *req)
+/* Under lock, req not done: may a rank that owes req data share our CPU? Then yielding
+ * lets it run; else (each runs on another CPU) it answers as soon as it gets there.
+ * Unknown counts as yes: nothing owed (a send waiting on its reader), many owing, another
+ * host. */
+static int owed_by_our_cpu(weft_request_t *req)
 {
+	weft_comm_t *comm = req->comm;
+	int peers[16];
+	size_t n = wt_sched_exec_owing(req->exec, peers, 16);
+
+	if (n == 0 || n == 16) /* nothing owed, or more than we looked at */
+		return 1;
+	for (size_t i = 0; i < n; i++) {
+		if (peers[i] < 0 || peers[i] >= comm->size)
+			return 1;
+		peers[i] = comm->world[peers[i]];
+	}
+	return wt_chan_cpu_shared(comm->ctx->chan, peers, (int)n);
+}
+
+/* One attempt to make progress from the calling thread. Returns 1 if a yield would help
+ * (see owed_by_our_cpu; asked only if ask), 0 if not. */
+static int caller_progress(wt_api_ctx_t *ctx, weft_request_t *req, int ask)
+{
+	int yield = 1;
+
 	if (pthread_mutex_trylock(&ctx->lock) != 0)
-		return;
-	if (!atomic_load(&req->done))
+		return 1;
+	if (!atomic_load(&req->done)) {
 		wt_api_progress_locked(ctx);
+		if (ask && !atomic_load(&req->done))
+			yield = owed_by_our_cpu(req);
+	}
 	pthread_mutex_unlock(&ctx->lock);
+	return yield;
 }
 
 /* Poll for budget_us, between polls either spinning or giving the core away: with more
  * ranks than cores the partner we wait for may be the one that needs our core, and a
- * yield lets it answer without either of us paying a sleep and a wake-up. */
+ * yield lets it answer without either of us paying a sleep and a wake-up. But when every
+ * rank that owes us runs on another CPU, a yield only hands the core to a neighbour that
+ * may be waiting as we are, at a context switch each way (5-6 us on a VM): we spin up to
+ * WEFT_XCORE_SPIN_US first. */
 static void wait_poll(weft_request_t *req, int budget_us, int yield)
 {
 	wt_api_ctx_t *ctx = req->comm->ctx;
-	uint64_t until;
+	uint64_t xspin = yield ? (uint64_t)ctx->cfg.xcore_spin_us * 1000 : 0;
+	uint64_t until, spin_from = 0;
 
 	if (budget_us <= 0 || atomic_load(&req->done))
 		return;
@@ -810,11 +841,23 @@ static void wait_poll(weft_request_t *req, int budget_us, int yield)
 	}
 	until += (uint64_t)budget_us * 1000;
 	for (;;) {
-		caller_progress(ctx, req);
-		if (atomic_load(&req->done) || wt_util_time_ns() >= until)
+		int help = caller_progress(ctx, req, xspin != 0);
+		uint64_t now = wt_util_time_ns();
+
+		if (atomic_load(&req->done) || now >= until)
 			return;
-		if (yield)
-			sched_yield();
+		if (!yield)
+			continue;
+		if (!help) {
+			if (spin_from == 0)
+				spin_from = now;
+			if (now - spin_from < xspin) {
+				wt_util_cpu_relax();
+				continue;
+			}
+		}
+		spin_from = 0;
+		sched_yield();
 	}
 }
 

@@ -1975,6 +1975,24 @@ void wt_chan_slot_wake(wt_chan_t *ch, const int *peers, int npeers)
 	wt_link_ops(ch->slot_link)->slot_wake(ch->slot_link, peers, npeers);
 }
 
+int wt_chan_cpu_shared(wt_chan_t *ch, const int *peers, int npeers)
+{
+	if (ch == NULL || peers == NULL)
+		return 1;
+	for (int i = 0; i < npeers; i++) {
+		int p = peers[i];
+		wt_link_t *link;
+
+		if (p < 0 || p >= ch->size || p == ch->rank)
+			continue;
+		link = ch->peers[p].link;
+		if (link == NULL || wt_link_ops(link)->cpu_shared == NULL ||
+		    wt_link_ops(link)->cpu_shared(link, &p, 1))
+			return 1;
+	}
+	return 0;
+}
+
 /* The slot link if peer is reached over it (not ourselves), else NULL. */
 static wt_link_t *peer_slot_link(wt_chan_t *ch, int peer)
 {

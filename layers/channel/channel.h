@@ -95,6 +95,11 @@ void *wt_chan_slot_area(wt_chan_t *ch, int rank, size_t *bytes);
 /* After storing (release order) into our own area something the listed peers (world ranks)
  * may wait for: wake those that sleep on the channel's fds. */
 void wt_chan_slot_wake(wt_chan_t *ch, const int *peers, int npeers);
+/* 1 if one of the listed peers (world ranks) may share the CPU the calling thread runs on
+ * now: it last ran there, as its link tells (shm), or its link cannot tell (every other
+ * link, a peer not connected); 0 if each runs on another CPU. Publishes our CPU to the
+ * peers that ask. Ourselves and ranks out of range are skipped. */
+int wt_chan_cpu_shared(wt_chan_t *ch, const int *peers, int npeers);
 /* Peer memory over the slot link (ranks whose slot areas we read): the buffer desc
  * describes in peer as mapped here, or NULL (not weft_mem memory, or no such link);
  * and a synchronous copy between local and the peer's described buffer at off (write:

@@ -5,6 +5,7 @@
  * WEFT_FAULT) there are none. Waits on our own word work on every link; a wait is
  * cancelled like a receive and fails with its peer. */
 #include <pthread.h>
+#include <sched.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,12 +280,83 @@ static void test_sleeper_woken(void **state)
 	ct_close(&f);
 }
 
+typedef struct {
+	wt_chan_t *ch;
+	int peer, cpu, got;
+} cpu_ask_t;
+
+/* On CPU a->cpu: ask a->ch whether a->peer shares it (publishing ours). */
+static void *cpu_ask(void *arg)
+{
+	cpu_ask_t *a = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(a->cpu, &set);
+	a->got = -1;
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0)
+		a->got = wt_chan_cpu_shared(a->ch, &a->peer, 1);
+	return NULL;
+}
+
+static int cpu_ask_on(wt_chan_t *ch, int peer, int cpu)
+{
+	cpu_ask_t a = {.ch = ch, .peer = peer, .cpu = cpu};
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, cpu_ask, &a), 0);
+	pthread_join(t, NULL);
+	return a.got;
+}
+
+/* Whether a peer shares our CPU: over shm each rank tells where it last asked from, so two
+ * ranks that asked from one CPU share it and two on different CPUs do not; every other
+ * link cannot tell (1). Ourselves and ranks out of range are no one. */
+static void test_cpu_shared(void **state)
+{
+	ct_fab_t f;
+	cpu_set_t mine;
+	int cpus[2], ncpu = 0;
+
+	fab_open(&f, *state, 2);
+	assert_int_equal(wt_chan_cpu_shared(f.ch[0], (const int[]){0, -1, 2}, 3), 0);
+	assert_int_equal(wt_chan_cpu_shared(f.ch[0], NULL, 0), 1);
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine), 0);
+	for (int c = 0; c < CPU_SETSIZE && ncpu < 2; c++)
+		if (CPU_ISSET(c, &mine))
+			cpus[ncpu++] = c;
+	if (!has_areas(&f)) {
+		for (int i = 0; i < ncpu; i++) {
+			assert_int_equal(cpu_ask_on(f.ch[0], 1, cpus[i]), 1);
+			assert_int_equal(cpu_ask_on(f.ch[1], 0, cpus[i]), 1);
+		}
+		ct_close(&f);
+		return;
+	}
+	/* both ask from the first CPU (rank 0's first answer depends on where rank 1 opened) */
+	(void)cpu_ask_on(f.ch[0], 1, cpus[0]);
+	assert_int_equal(cpu_ask_on(f.ch[1], 0, cpus[0]), 1);
+	assert_int_equal(cpu_ask_on(f.ch[0], 1, cpus[0]), 1);
+	if (ncpu < 2) {
+		ct_close(&f);
+		return;
+	}
+	/* rank 1 moves to the second CPU: neither shares the other's now */
+	assert_int_equal(cpu_ask_on(f.ch[1], 0, cpus[1]), 0);
+	assert_int_equal(cpu_ask_on(f.ch[0], 1, cpus[0]), 0);
+	/* rank 0 follows it */
+	assert_int_equal(cpu_ask_on(f.ch[0], 1, cpus[1]), 1);
+	assert_int_equal(cpu_ask_on(f.ch[1], 0, cpus[1]), 1);
+	ct_close(&f);
+}
+
 #define DRIVER_TESTS(drv)                                                                          \
 	cmocka_unit_test_prestate(test_areas, drv),                                                \
 	    cmocka_unit_test_prestate(test_wait_peer, drv),                                        \
 	    cmocka_unit_test_prestate(test_wait_own, drv),                                         \
 	    cmocka_unit_test_prestate(test_wait_cancel, drv),                                      \
 	    cmocka_unit_test_prestate(test_wait_peer_fails, drv),                                  \
-	    cmocka_unit_test_prestate(test_sleeper_woken, drv)
+	    cmocka_unit_test_prestate(test_sleeper_woken, drv),                                    \
+	    cmocka_unit_test_prestate(test_cpu_shared, drv)
 
 CT_DRIVER_MAIN("channel slot areas and waits")
