@@ -32,6 +32,14 @@ _Static_assert(WT_API_SLOT_STAGGER_LINES * 64 <= WT_API_SLOT_SPACING - WT_API_SL
 	       "a staggered region stays inside its spacing");
 /* The longest a blocking collective watches slot flags inside its start (request.c). */
 #define WT_API_INLINE_SPIN_US 5
+/* Async requests (context.c): for this long after the caller started one, the progress
+ * thread leaves it to the caller (who mostly comes back to wait within microseconds) and
+ * looks again itself, rather than being woken at each start; within WT_API_ASYNC_RECENT_MS
+ * of the last start it sleeps no longer than that. */
+#define WT_API_ASYNC_LAZY_US 250
+/* While a caller drives (waits), the thread's looks back off to this. */
+#define WT_API_ASYNC_LAZY_MAX_US 8000
+#define WT_API_ASYNC_RECENT_MS 100
 #define WT_API_SLOT_MAX_REGIONS 64
 /* Plans a communicator memoises (request.c). */
 #define WT_API_MEMO 4
@@ -111,13 +119,18 @@ struct wt_api_ctx {
 	atomic_int in_epoll;	 /* a thread (caller or progress thread) is in epoll_wait */
 	atomic_int thread_epoll; /* the progress thread is in epoll_wait */
 	atomic_int parked;	 /* the progress thread is parked on park_cv */
-	atomic_int waiters;	 /* callers inside wt_api_wait_one */
-	atomic_int active;	 /* requests in flight */
-	atomic_int backlog;	 /* the channel had queued frames at the last progress */
-	int driver;		 /* a waiter is driving progress (under lock) */
-	int unpark;		 /* under lock: async work needs the progress thread */
-	pthread_cond_t park_cv;	 /* the progress thread waits here while callers drive */
-	int oversubscribed;	 /* more local ranks than cores: never busy-spin */
+	/* When the caller last started an async request (wt_api_async_started), and whether
+	 * the progress thread sleeps for at most WT_API_ASYNC_LAZY_US (then a start need not
+	 * wake it). */
+	_Atomic uint64_t last_async_ns;
+	atomic_int thread_short;
+	atomic_int waiters;	/* callers inside wt_api_wait_one */
+	atomic_int active;	/* requests in flight */
+	atomic_int backlog;	/* the channel had queued frames at the last progress */
+	int driver;		/* a waiter is driving progress (under lock) */
+	int unpark;		/* under lock: async work needs the progress thread */
+	pthread_cond_t park_cv; /* the progress thread waits here while callers drive */
+	int oversubscribed;	/* more local ranks than cores: never busy-spin */
 	/* request.c: net-op records for reuse (under lock). */
 	void *netop_free;
 	/* One finished request kept for the next call (a loop of blocking calls allocates
@@ -244,6 +257,9 @@ int wt_api_progress_locked(wt_api_ctx_t *ctx);
  * whoever sleeps in epoll and unpark the progress thread if no caller drives. Called
  * without ctx->lock. */
 void wt_api_wake(wt_api_ctx_t *ctx);
+/* The caller started an async request (after linking it, lock released): wake the progress
+ * thread unless it is about to look by itself. */
+void wt_api_async_started(wt_api_ctx_t *ctx);
 /* Caller holds ctx->lock, which is released while sleeping: sleep until a link or the
  * wake fd has work, at most timeout_ms. */
 void wt_api_sleep_fds_locked(wt_api_ctx_t *ctx, int timeout_ms);

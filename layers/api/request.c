@@ -598,8 +598,8 @@ static weft_status_t coll_launch(weft_comm_t *comm, wt_sched_plan_t *plan, int o
 	if (!atomic_load(&req->done))
 		wt_api_comm_link_req_locked(comm, req);
 	pthread_mutex_unlock(&ctx->lock);
-	if (wake && !will_wait)
-		wt_api_wake(ctx);
+	if (wake && !will_wait && !atomic_load(&req->done))
+		wt_api_async_started(ctx);
 	return WEFT_OK;
 }
 

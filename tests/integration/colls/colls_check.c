@@ -1165,6 +1165,63 @@ static void s_args(void)
 		fail("a zero-count call failed: %s", weft_comm_last_error(g_comm));
 }
 
+/* Async requests progress while their caller is away: every rank starts an allreduce of
+ * 4 MiB (a ring: every rank forwards its peers' segments), then rank 0 computes for
+ * 500 ms without calling weft while the others wait. Its progress thread must forward for
+ * it (within WT_API_ASYNC_LAZY_US of the start), so their waits end long before rank 0
+ * is back; without the thread (WEFT_PROGRESS_THREAD=0) they could not. The result is
+ * checked exactly everywhere. */
+static void s_progress(void)
+{
+	const char *th = getenv("WEFT_PROGRESS_THREAD");
+	size_t count = (size_t)1 << 20;
+	int32_t *in, *out;
+	weft_request_t *req = NULL;
+	double t;
+	int bad = 0;
+
+	if (g_size < 2 || (th != NULL && strcmp(th, "0") == 0))
+		return;
+	in = malloc(count * sizeof(*in));
+	out = malloc(count * sizeof(*out));
+	if (in == NULL || out == NULL) {
+		fail("progress: out of memory");
+		free(in);
+		free(out);
+		return;
+	}
+	for (size_t i = 0; i < count; i++)
+		in[i] = (int32_t)((i * 7 + (size_t)g_rank * 13) % 1000);
+	if (check_st(weft_barrier(g_comm, NULL), "progress: barrier") != 0)
+		goto out;
+	t = now_s();
+	if (check_st(weft_allreduce(in, out, count, WEFT_INT32, WEFT_SUM, g_comm, &req),
+		     "progress: async allreduce") != 0)
+		goto out;
+	if (g_rank == 0)
+		sleep_ms(500);
+	if (check_st(weft_wait(&req), "progress: wait") != 0)
+		goto out;
+	t = now_s() - t;
+	if (g_rank != 0 && t > 0.35)
+		fail("progress: rank %d waited %.3f s for an allreduce whose rank 0 computed "
+		     "500 ms: its progress thread did not forward for it",
+		     g_rank, t);
+	for (size_t i = 0; i < count && !bad; i++) {
+		int64_t want = 0;
+
+		for (int r = 0; r < g_size; r++)
+			want += (int64_t)((i * 7 + (size_t)r * 13) % 1000);
+		if (out[i] != (int32_t)want) {
+			fail("progress: element %zu is %d, want %lld", i, out[i], (long long)want);
+			bad = 1;
+		}
+	}
+out:
+	free(in);
+	free(out);
+}
+
 int main(int argc, char **argv)
 {
 	int expect_init_fail = 0;
@@ -1214,7 +1271,7 @@ int main(int argc, char **argv)
 	    {"alltoall", s_alltoall},	{"alltoallv", s_alltoallv},
 	    {"barrier", s_barrier},	{"p2p", s_p2p},
 	    {"group", s_group},		{"determinism", s_determinism},
-	    {"replay", s_replay},
+	    {"replay", s_replay},	{"progress", s_progress},
 	};
 	for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
 		double ts = now_s();
