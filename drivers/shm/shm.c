@@ -4,8 +4,8 @@
  * slot area per rank that the other ranks map read only. */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1342,6 +1342,12 @@ static void *shm_slot_area(wt_link_t *l, int rank, size_t *bytes)
 	return a;
 }
 
+/* Whether r names a connected peer other than ourselves (ranks from the layers above). */
+static int peer_up(const wt_link_t *l, int r)
+{
+	return r >= 0 && r < l->size && r != l->rank && l->peers[r].state == SHM_PEER_UP;
+}
+
 /* A sleeping peer armed (flag, barrier, then looked at the slots), so after our store and
  * the fence, or its membarrier (asym_fence), either it saw the store or we see its flag.
  * One fence serves every peer. */
@@ -1356,7 +1362,7 @@ static void shm_slot_wake(wt_link_t *l, const int *peers, int npeers)
 	for (int i = 0; i < npeers; i++) {
 		int r = peers[i];
 
-		if (r < 0 || r >= l->size || r == l->rank || l->peers[r].state != SHM_PEER_UP)
+		if (!peer_up(l, r))
 			continue;
 		if (!fenced && !asym_covers(l, l->peers[r].tx_hdr)) {
 			atomic_thread_fence(memory_order_seq_cst);
@@ -1378,7 +1384,7 @@ static int shm_cpu_shared(wt_link_t *l, const int *peers, int n)
 	for (int i = 0; i < n; i++) {
 		int r = peers[i];
 
-		if (r < 0 || r >= l->size || r == l->rank || l->peers[r].state != SHM_PEER_UP)
+		if (!peer_up(l, r))
 			continue;
 		if (atomic_load_explicit(&l->peers[r].tx_hdr->cpu, memory_order_relaxed) == cpu)
 			return 1;

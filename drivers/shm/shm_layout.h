@@ -50,7 +50,7 @@ struct wt_shm_seg_hdr {
 	 * slots, runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): a sender whose process
 	 * registered for it needs no fence between its store and its look at `sleeping`. */
 	_Atomic uint32_t asym;
-	/* The CPU the owner last ran on when it looked (shm_cpu_shared), -1 before: where
+	/* The CPU the owner ran on at creation, then when it last looked (shm_cpu_shared): where
 	 * ranks share cores, a waiter yields to the ranks it waits for only if they share
 	 * its CPU. A hint: any value is harmless. */
 	_Atomic int32_t cpu;

@@ -954,6 +954,11 @@ static int async_since(const wt_api_ctx_t *ctx, uint64_t now, uint64_t within_ns
 	return last != 0 && now - last < within_ns;
 }
 
+static int async_recent(const wt_api_ctx_t *ctx, uint64_t now)
+{
+	return async_since(ctx, now, WT_API_ASYNC_RECENT_MS * 1000000ull);
+}
+
 static uint32_t lazy_backoff(uint32_t us)
 {
 	return us * 2 > WT_API_ASYNC_LAZY_MAX_US ? WT_API_ASYNC_LAZY_MAX_US : us * 2;
@@ -981,8 +986,7 @@ static void *progress_main(void *arg)
 		 * tick unless async work calls it back, so back-to-back blocking calls never
 		 * have to wake it. */
 		if (!ctx->unpark && (atomic_load(&ctx->waiters) > 0 || parked_last)) {
-			int recent = async_since(ctx, wt_util_time_ns(),
-						 WT_API_ASYNC_RECENT_MS * 1000000ull);
+			int recent = async_recent(ctx, wt_util_time_ns());
 
 			parked_last = atomic_load(&ctx->waiters) > 0;
 			progress_park(ctx, recent ? lazy_us : 0);
@@ -1010,7 +1014,7 @@ static void *progress_main(void *arg)
 		 * than WT_API_ASYNC_LAZY_US, look again after that (backing off while none is
 		 * in flight), not on the fds. */
 		now = wt_util_time_ns();
-		if (async_since(ctx, now, WT_API_ASYNC_RECENT_MS * 1000000ull)) {
+		if (async_recent(ctx, now)) {
 			if (atomic_load(&ctx->active) == 0) {
 				progress_park(ctx, lazy_us);
 				lazy_us = lazy_backoff(lazy_us);
