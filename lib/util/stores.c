@@ -9,15 +9,21 @@
  * alltoall took 1.24-1.46 ms instead of 0.21-0.40 in such periods.
  *
  * So the producer times its large frames: the way in use, and every so often one frame
- * the other way (a trial). It switches to streaming stores once a trial runs at more than
- * twice the best of the last WT_UTIL_STORES_RECENT plain frames, and back to plain once a
- * plain trial reaches half the best of the recent streamed ones: a streamed frame's
- * consumer reads it from memory, which the producer's clock does not see, so ties go to
- * plain. A frame preempted mid-copy only looks slower, so the best of the recent ones is
- * taken (the last few only: the vCPUs move while a round runs), and a slow trial only
- * delays a switch. Trials come WT_UTIL_STORES_TRIAL_MIN frames apart after a switch and
- * twice as far after each trial that keeps the way, up to _TRIAL_MAX: in steady state a
- * slow trial frame costs at most a few percent (a plain one while far: 5x a frame in 256). */
+ * the other way (a trial). It switches ways once a trial runs at more than 1.5 times the
+ * median of the last WT_UTIL_STORES_RECENT frames of the way in use. Either way must win
+ * by half: a streamed frame's consumer reads it from memory, which the producer's clock
+ * does not see, and a plain trial right after streamed frames finds its lines in no core's
+ * cache and runs fast where steady plain frames would not (4 ranks on 2 far vCPUs, a
+ * 1 MiB slot publish: plain trials at 27-40 GB/s among streamed frames at 21-31, plain
+ * frames at 14-20 once in use; with plain taking over at half of streaming's best, the way
+ * flipped every few frames). The median, not the best: frames of one round are often bimodal (a 4
+ * MiB broadcast of 4 ranks on 2 far vCPUs wrote three parts of four at 5-7 GB/s and the fourth at
+ * 11-31, so the best of four was always the fast one, and streaming, at 11-26 and twice as fast end
+ * to end, never took over); a frame preempted mid-copy, or one fast outlier, moves the median
+ * little, and the last few frames only count (the vCPUs move while a round runs). Trials come
+ * WT_UTIL_STORES_TRIAL_MIN frames apart after a switch and twice as far after each trial that keeps
+ * the way, up to _TRIAL_MAX: in steady state a slow trial frame costs at most a few percent (a
+ * plain one while far: 5x a frame in 256). */
 #include <stdio.h>
 #include <string.h>
 
@@ -40,6 +46,25 @@ int wt_util_stores_pick(wt_util_stores_t *w, int *trial)
 	return w->nt;
 }
 
+/* The median rate of the recent frames of the way in use (0 if none yet). */
+static uint64_t recent_median(const wt_util_stores_t *w)
+{
+	uint32_t v[WT_UTIL_STORES_RECENT];
+	unsigned n = w->nrecent < WT_UTIL_STORES_RECENT ? w->nrecent : WT_UTIL_STORES_RECENT;
+
+	if (n == 0)
+		return 0;
+	memcpy(v, w->recent, n * sizeof(v[0]));
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			uint32_t t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : ((uint64_t)v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 void wt_util_stores_done(wt_util_stores_t *w, int trial, uint64_t bytes, uint64_t ns)
 {
 	uint64_t rate = bytes * 1000u / (ns ? ns : 1), cur = 0;
@@ -52,9 +77,8 @@ void wt_util_stores_done(wt_util_stores_t *w, int trial, uint64_t bytes, uint64_
 		w->recent[w->nrecent++ % WT_UTIL_STORES_RECENT] = (uint32_t)rate;
 		return;
 	}
-	for (int i = 0; i < WT_UTIL_STORES_RECENT; i++)
-		cur = w->recent[i] > cur ? w->recent[i] : cur;
-	int better = w->nt ? 2 * rate > cur : rate > 2 * cur;
+	cur = recent_median(w);
+	int better = 2 * rate > 3 * cur;
 
 	if (better) {
 		w->nt = !w->nt;

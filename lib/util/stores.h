@@ -16,8 +16,8 @@
  * trial that keeps the way, up to _TRIAL_MAX; a switch starts over. */
 #define WT_UTIL_STORES_TRIAL_MIN 4u
 #define WT_UTIL_STORES_TRIAL_MAX 256u
-/* A trial is compared with the best of this many frames of the way in use before it. */
-#define WT_UTIL_STORES_RECENT 4
+/* A trial is compared with the median of this many frames of the way in use before it. */
+#define WT_UTIL_STORES_RECENT 8
 
 enum { WT_UTIL_STORES_AUTO = 0, WT_UTIL_STORES_PLAIN, WT_UTIL_STORES_STREAM };
 
