@@ -15,15 +15,16 @@
  * does not see, and a plain trial right after streamed frames finds its lines in no core's
  * cache and runs fast where steady plain frames would not (4 ranks on 2 far vCPUs, a
  * 1 MiB slot publish: plain trials at 27-40 GB/s among streamed frames at 21-31, plain
- * frames at 14-20 once in use; with plain taking over at half of streaming's best, the way
- * flipped every few frames). The median, not the best: frames of one round are often bimodal (a 4
- * MiB broadcast of 4 ranks on 2 far vCPUs wrote three parts of four at 5-7 GB/s and the fourth at
- * 11-31, so the best of four was always the fast one, and streaming, at 11-26 and twice as fast end
- * to end, never took over); a frame preempted mid-copy, or one fast outlier, moves the median
- * little, and the last few frames only count (the vCPUs move while a round runs). Trials come
- * WT_UTIL_STORES_TRIAL_MIN frames apart after a switch and twice as far after each trial that keeps
- * the way, up to _TRIAL_MAX: in steady state a slow trial frame costs at most a few percent (a
- * plain one while far: 5x a frame in 256). */
+ * frames at 14-20 once in use; with plain taking over at half of streaming's best, the
+ * way flipped every few frames). The median, not the best: frames of one round are often
+ * bimodal (a 4 MiB broadcast of 4 ranks on 2 far vCPUs wrote three parts of four at 5-7
+ * GB/s and the fourth at 11-31, so the best of four was always the fast one, and
+ * streaming, at 11-26 and twice as fast end to end, never took over); a frame preempted
+ * mid-copy, or one fast outlier, moves the median little, and the last few frames only
+ * count (the vCPUs move while a round runs). Trials come WT_UTIL_STORES_TRIAL_MIN frames
+ * apart after a switch and twice as far after each trial that keeps the way, up to
+ * _TRIAL_MAX: in steady state a slow trial frame costs at most a few percent (a plain one
+ * while far: 5x a frame in 256). */
 #include <stdio.h>
 #include <string.h>
 
@@ -67,7 +68,7 @@ static uint64_t recent_median(const wt_util_stores_t *w)
 
 void wt_util_stores_done(wt_util_stores_t *w, int trial, uint64_t bytes, uint64_t ns)
 {
-	uint64_t rate = bytes * 1000u / (ns ? ns : 1), cur = 0;
+	uint64_t rate = bytes * 1000u / (ns ? ns : 1);
 
 	if (w->forced != WT_UTIL_STORES_AUTO)
 		return;
@@ -77,8 +78,7 @@ void wt_util_stores_done(wt_util_stores_t *w, int trial, uint64_t bytes, uint64_
 		w->recent[w->nrecent++ % WT_UTIL_STORES_RECENT] = (uint32_t)rate;
 		return;
 	}
-	cur = recent_median(w);
-	int better = 2 * rate > 3 * cur;
+	int better = 2 * rate > 3 * recent_median(w);
 
 	if (better) {
 		w->nt = !w->nt;

@@ -120,7 +120,7 @@ static void test_move_within_a_round(void **state)
 	assert_int_equal(w.nt, 1);
 }
 
-static void test_margins_favour_plain(void **state)
+static void test_margins(void **state)
 {
 	wt_util_stores_t w;
 	int ok;
@@ -317,7 +317,7 @@ int main(void)
 	    cmocka_unit_test(test_starts_plain_and_stays_when_near),
 	    cmocka_unit_test(test_far_switches_to_streaming_and_back),
 	    cmocka_unit_test(test_move_within_a_round),
-	    cmocka_unit_test(test_margins_favour_plain),
+	    cmocka_unit_test(test_margins),
 	    cmocka_unit_test(test_bimodal_round_switches),
 	    cmocka_unit_test(test_one_slow_frame_does_not_switch),
 	    cmocka_unit_test(test_forced_ways),
