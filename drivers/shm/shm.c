@@ -24,6 +24,7 @@
 #include "drivers/shm/shm_layout.h"
 #include "lib/util/env.h"
 #include "lib/util/log.h"
+#include "lib/util/place.h"
 #include "lib/util/stores.h"
 #include "lib/util/time.h"
 
@@ -31,6 +32,10 @@
 /* poll() reads the clock for that only every this many calls (a power of two): a caller
  * spinning on poll makes millions of calls a second, one that sleeps arms, which checks. */
 #define SHM_LIVENESS_POLLS 64u
+/* How often poll() shares the cores' placement with the peers (place_share). */
+#define SHM_PLACE_NS 10000000ull
+/* Frames from this size carry a stamp for the placement (the size stores are chosen for). */
+#define SHM_STAMP_MIN WT_UTIL_STORES_MIN_COPY
 #define SHM_MAX_RANKS (1 << 16)
 #define SHM_BELL_DRAIN_MAX 256
 /* The first frame of at least this size to or from a peer maps its whole ring in at once:
@@ -89,6 +94,7 @@ struct shm_peer {
 	uint64_t rx_tail;	   /* consumed (delivered) up to here */
 	uint64_t rx_tail_pub;	   /* published to the producer up to here */
 	uint64_t tx_warm, rx_warm; /* bytes of the ring populated (see ring_warm) */
+	int rx_idle;		   /* the last look at the ring found nothing new */
 	wt_util_stores_t tx_way;   /* plain or streaming stores for large frames */
 	const uint8_t *slot;	   /* its slot area, mapped read only */
 	struct shm_umap *umaps;	   /* its weft_mem regions we mapped (SHM_UMAPS), or NULL */
@@ -117,6 +123,15 @@ struct wt_link {
 	wt_link_errq_t errq; /* peers with a PEER_ERROR to report */
 	struct pollfd *pfds;
 	uint64_t next_live_ns;
+	/* When placement is next shared (place_due), and the slot wakes since the last look at
+	 * the clock for it: atomic, as the progress thread polls while a caller's quick slot
+	 * call wakes its peers. */
+	_Atomic uint64_t next_place_ns;
+	_Atomic unsigned place_wakes;
+	/* A core per local rank: placement is shared (place_share). With ranks sharing cores,
+	 * consumers are seldom looking when a stamp lands: on near vCPUs 4 ranks' estimates
+	 * were 105-370 ns, and timing chooses the stores instead. */
+	int place_on;
 	unsigned polls;
 	/* Our process registered for membarrier(GLOBAL_EXPEDITED) and we call it before we
 	 * sleep (hdr->asym says so to the peers): see shm_asym_setup. */
@@ -508,6 +523,7 @@ static weft_status_t shm_open_link(const wt_link_config_t *cfg, wt_link_t **link
 	l->next_live_ns = wt_util_time_ns() + SHM_LIVENESS_NS;
 	l->asym = asym;
 	atomic_store(&l->hdr->asym, (uint32_t)l->asym);
+	l->place_on = cfg->local_size > 0 && sysconf(_SC_NPROCESSORS_ONLN) >= cfg->local_size;
 	*link = l;
 	return WEFT_OK;
 }
@@ -907,6 +923,14 @@ static void wake_receiver(const wt_link_t *l, struct shm_peer *p)
 	wake_if_sleeping(p);
 }
 
+/* The low half of the monotonic clock in ns, never 0: a large frame's stamp (rx_stamp). */
+static uint32_t stamp_now(void)
+{
+	uint32_t t = (uint32_t)wt_util_time_ns();
+
+	return t ? t : 1u;
+}
+
 static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, int iovcnt,
 			      void *cookie)
 {
@@ -951,10 +975,12 @@ static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, i
 		off = 0;
 	}
 	__atomic_store_n((uint32_t *)(p->tx_data + off), (uint32_t)len, __ATOMIC_RELAXED);
-	__atomic_store_n((uint32_t *)(p->tx_data + off + 4), 0u, __ATOMIC_RELAXED);
 	if (wt_util_stores_copyv(&p->tx_way, p->tx_data + off + WT_SHM_REC_HDR, iov, iovcnt, len))
 		WT_DEBUG("shm: frames to rank %d now go by %s stores", peer,
 			 p->tx_way.nt ? "streaming" : "plain");
+	/* Last before the head: a large frame's stamp (see rx_stamp). */
+	__atomic_store_n((uint32_t *)(p->tx_data + off + 4), len >= SHM_STAMP_MIN ? stamp_now() : 0,
+			 __ATOMIC_RELAXED);
 	head += need;
 	p->tx_head = head;
 	atomic_store_explicit(&p->tx_ctl->head, head, memory_order_release);
@@ -990,13 +1016,26 @@ static void rx_corrupt(wt_link_t *l, int peer, const char *what, uint64_t val)
 	push_error(l, peer, WEFT_ERR_PROTOCOL);
 }
 
+/* A large frame's stamp, seen now: how long it took to reach us is a sample of the cores'
+ * placement (lib/util/place.h). A hostile peer's stamp can only mislead the choice of
+ * stores. */
+static void rx_stamp(uint32_t stamp)
+{
+	uint64_t now;
+
+	if (stamp == 0)
+		return;
+	now = wt_util_time_ns();
+	wt_util_place_sample(wt_util_place_self(), (uint32_t)now - stamp, now);
+}
+
 /* Delivers up to max frames from peer's ring; they stay in place until the next poll. */
 static int rx_peer(wt_link_t *l, int peer, wt_link_event_t *ev, int max)
 {
 	struct shm_peer *p = &l->peers[peer];
 	uint64_t head = atomic_load_explicit(&p->rx_ctl->head, memory_order_acquire);
 	uint64_t tail = p->rx_tail;
-	int n = 0;
+	int n = 0, stamped = 0;
 
 	if (head - tail > WT_SHM_RING_CAP || (head & 7u)) {
 		rx_corrupt(l, peer, "head", head);
@@ -1023,6 +1062,11 @@ static int rx_peer(wt_link_t *l, int peer, wt_link_event_t *ev, int max)
 		}
 		if (len >= SHM_WARM_FRAME)
 			ring_warm(l, p->rx_data, &p->rx_warm, MADV_POPULATE_READ);
+		/* the first large frame after a look that found none: we were looking when it
+		 * came */
+		if (len >= SHM_STAMP_MIN && p->rx_idle && !stamped++)
+			rx_stamp(
+			    __atomic_load_n((uint32_t *)(p->rx_data + off + 4), __ATOMIC_RELAXED));
 		memset(&ev[n], 0, sizeof(ev[n]));
 		ev[n].type = WT_LINK_EV_FRAME;
 		ev[n].peer = peer;
@@ -1034,6 +1078,7 @@ static int rx_peer(wt_link_t *l, int peer, wt_link_event_t *ev, int max)
 		p->rx_bytes += len;
 	}
 	p->rx_tail = tail;
+	p->rx_idle = n == 0;
 	if (p->state == SHM_PEER_DYING && tail == head)
 		push_error(l, peer, WEFT_ERR_PEER_FAILED);
 	return n;
@@ -1093,6 +1138,41 @@ static void check_liveness(wt_link_t *l)
 	}
 }
 
+/* Publish our placement estimate in our header and take the mean of the peers' fresh ones
+ * (see lib/util/place.h for why a mean). */
+static void place_share(wt_link_t *l, uint64_t now)
+{
+	wt_util_place_t *pl = wt_util_place_self();
+	uint32_t own = l->place_on ? wt_util_place_own(pl, now) : 0, n = 0;
+	uint64_t sum = 0;
+
+	atomic_store_explicit(&l->hdr->place, own ? wt_util_place_word(own, now) : 0,
+			      memory_order_relaxed);
+	for (int i = 0; i < l->nactive; i++) {
+		struct shm_peer *p = &l->peers[l->active[i]];
+		uint32_t ns;
+
+		if (p->state != SHM_PEER_UP || !l->place_on)
+			continue;
+		ns = wt_util_place_word_ns(
+		    atomic_load_explicit(&p->tx_hdr->place, memory_order_relaxed), now);
+		if (ns != 0 && ns <= WT_UTIL_PLACE_MAX_SAMPLE_NS) {
+			sum += ns;
+			n++;
+		}
+	}
+	wt_util_place_set_host(pl, n ? (uint32_t)(sum / n) : 0, n, now);
+}
+
+/* place_share, at most every SHM_PLACE_NS. */
+static void place_due(wt_link_t *l, uint64_t now)
+{
+	if (now < atomic_load_explicit(&l->next_place_ns, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&l->next_place_ns, now + SHM_PLACE_NS, memory_order_relaxed);
+	place_share(l, now);
+}
+
 static void prune_active(wt_link_t *l)
 {
 	int k = 0;
@@ -1119,6 +1199,7 @@ static int shm_poll(wt_link_t *l, wt_link_event_t *ev, int max)
 			check_liveness(l);
 			l->next_live_ns = now + SHM_LIVENESS_NS;
 		}
+		place_due(l, now);
 	}
 	start = l->nactive ? l->rr++ % l->nactive : 0;
 	for (int i = 0; i < l->nactive && n < max; i++)
@@ -1370,6 +1451,11 @@ static void shm_slot_wake(wt_link_t *l, const int *peers, int npeers)
 		}
 		wake_if_sleeping(&l->peers[r]);
 	}
+	/* Slot calls need no poll: a rank that only publishes (a broadcast's root) learns the
+	 * placement here. */
+	if ((atomic_fetch_add_explicit(&l->place_wakes, 1, memory_order_relaxed) &
+	     (SHM_LIVENESS_POLLS - 1)) == 0)
+		place_due(l, wt_util_time_ns());
 }
 
 /* Our CPU goes to our header only when it changed: peers read that line. */

@@ -13,7 +13,7 @@
 #define WT_SHM_ALIGN 65536u			/* mmap offsets: a multiple of any page size */
 #define WT_SHM_RING_OFF WT_SHM_ALIGN		/* header page, then one ring per sender rank */
 #define WT_SHM_RING_STRIDE ((uint64_t)WT_SHM_ALIGN + WT_SHM_RING_CAP)
-#define WT_SHM_REC_HDR 8u	/* u32 length, u32 reserved; records 8-aligned */
+#define WT_SHM_REC_HDR 8u	/* u32 length, u32 stamp (shm.c rx_stamp); records 8-aligned */
 #define WT_SHM_WRAP 0xffffffffu /* length that means "continue at ring start" */
 /* Where a producer goes back to the start of a ring that has carried only small frames
  * while its consumer keeps up (see shm.c); not part of the layout peers rely on. */
@@ -54,6 +54,9 @@ struct wt_shm_seg_hdr {
 	 * ranks share cores, a waiter yields to the ranks it waits for only if they share
 	 * its CPU. A hint: any value is harmless. */
 	_Atomic int32_t cpu;
+	/* The owner's estimate of how far apart the cores are (wt_util_place_word), for peers
+	 * choosing their stores (drivers/shm place_share); 0 = none. A hint. */
+	_Alignas(64) _Atomic uint64_t place;
 };
 
 /* At the start of each ring slot; the data follows at WT_SHM_ALIGN. Counters run

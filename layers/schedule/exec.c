@@ -11,6 +11,8 @@
 #include "lib/util/copy.h"
 #include "lib/util/dtype.h"
 #include "lib/util/log.h"
+#include "lib/util/place.h"
+#include "lib/util/stores.h"
 #include "lib/util/time.h"
 
 #define WT_SCHED_EXEC_ERR_LEN 256
@@ -416,7 +418,10 @@ int wt_sched_slot_released(const void *peer_region, const void *own_region, size
 /* In a slot's header, after its ready word: the publisher's slot_sig and count. */
 #define SLOT_SIG_OFF 8u
 #define SLOT_COUNT_OFF 16u
-_Static_assert(SLOT_COUNT_OFF + sizeof(uint64_t) <= WT_SCHED_SLOT_HDR, "slot header");
+/* and, for a publish of WT_UTIL_STORES_MIN_COPY bytes or more, its clock just before the
+ * flag (0 otherwise): a sample of the cores' placement for its readers (slot_stamp_seen) */
+#define SLOT_STAMP_OFF 24u
+_Static_assert(SLOT_STAMP_OFF + sizeof(uint64_t) <= WT_SCHED_SLOT_HDR, "slot header");
 
 /* The word at off in rank's region (off_ready and the like). */
 static _Atomic uint64_t *word_at(const wt_sched_exec_t *ex, int rank, size_t off)
@@ -571,6 +576,25 @@ static void peer_sig_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		       wt_util_op_name(a->op), a->root);
 }
 
+/* A peer's publish seen by a look at its flag after one that found it down (a spin, or the
+ * channel watching a posted wait): a large one's stamp is a sample of how far apart its
+ * core and ours are (lib/util/place.h). Not where the flag was up at the first look: the
+ * time since says nothing. */
+static void slot_stamp_seen(const wt_sched_exec_t *ex, const wt_sched_step_t *s)
+{
+	uint64_t stamp, now;
+
+	if (s->type != WT_SCHED_SLOT_WAIT)
+		return;
+	stamp = atomic_load_explicit(
+	    word_at(ex, s->peer, ready_at(ex, part_seq(ex, s)) + SLOT_STAMP_OFF),
+	    memory_order_relaxed);
+	if (stamp == 0)
+		return;
+	now = wt_util_time_ns();
+	wt_util_place_sample(wt_util_place_self(), now - stamp, now);
+}
+
 /* A wait step was met: our turn, a peer that published buffers we check, or a drained peer
  * that failed its share of the call. */
 static void slot_wait_met(wt_sched_exec_t *ex, const wt_sched_step_t *s)
@@ -603,13 +627,16 @@ static void slot_wake_now(wt_sched_exec_t *ex)
  * a call that runs through pays one fence, not two, and not while its PUT's store is still
  * on its way to the peer. */
 /* A PUT's last stores: what call it is (peer_sig_matches reads them), then its flag. */
-static void slot_publish_words(wt_sched_exec_t *ex, uint64_t seq)
+static void slot_publish_words(wt_sched_exec_t *ex, uint64_t seq, size_t len)
 {
 	size_t ready = ready_at(ex, seq);
 
 	atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_SIG_OFF), ex->v->slot_sig,
 			      memory_order_relaxed);
 	atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_COUNT_OFF), ex->v->args->count,
+			      memory_order_relaxed);
+	atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_STAMP_OFF),
+			      len >= WT_UTIL_STORES_MIN_COPY ? wt_util_time_ns() : 0,
 			      memory_order_relaxed);
 	atomic_store_explicit(word_at(ex, ex->rank, ready), seq, memory_order_release);
 }
@@ -628,7 +655,7 @@ static void slot_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 		if (s->len)
 			wt_util_stores_copy(ex->slots.stores, slot_data(ex, seq, ex->rank, s->off),
 					    bind(ex, s->src_buf, s->src_off), s->len);
-		slot_publish_words(ex, seq);
+		slot_publish_words(ex, seq, s->len);
 		ex->wake_due = 1;
 		return;
 	}
@@ -955,6 +982,7 @@ static void exec_watch(wt_sched_exec_t *ex)
 				if (!slot_met(ex, s))
 					continue;
 				ex->deferred[k--] = ex->deferred[--ex->ndeferred];
+				slot_stamp_seen(ex, s);
 				slot_wait_met(ex, s);
 				if (ex->err)
 					return;
@@ -1020,8 +1048,10 @@ static int exec_watch_one(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 	watch_begin(ex);
 	do {
 		for (int r = 0; r < 16; r++) {
-			if (slot_met(ex, s))
+			if (slot_met(ex, s)) {
+				slot_stamp_seen(ex, s);
 				return 1;
+			}
 			wt_util_cpu_relax();
 		}
 	} while (wt_util_time_ns() < ex->spin_until);
@@ -1185,6 +1215,8 @@ static void exec_net_done(void *arg, weft_status_t st, const char *msg)
 			       s->type == WT_SCHED_SEND ? "to" : "from", (int)s->peer, s->msg,
 			       msg ? msg : "no detail");
 	} else {
+		/* posted unmet: the channel watched the word since */
+		slot_stamp_seen(ex, s);
 		slot_wait_met(ex, s);
 		if (!ex->err)
 			exec_complete_step(ex, op->step);
@@ -1618,7 +1650,7 @@ static void quick_signal(wt_sched_exec_t *ex, const wt_sched_step_t *s, uint64_t
 	if (s->len)
 		memcpy(slot_data(ex, seq, ex->rank, s->off), bind(ex, s->src_buf, s->src_off),
 		       s->len);
-	slot_publish_words(ex, seq);
+	slot_publish_words(ex, seq, 0);
 }
 
 int wt_sched_exec_quick_plan(const wt_sched_plan_t *p)

@@ -8,7 +8,17 @@
  * nothing, run at 19-23 (14-18 when near) and a CMA get at 11 either way. A 2-rank 4 MiB
  * alltoall took 1.24-1.46 ms instead of 0.21-0.40 in such periods.
  *
- * So the producer times its large frames: the way in use, and every so often one frame
+ * Where the cores are known to be near (lib/util/place.h: stamps on large frames and slots,
+ * a core per rank), plain stores are used, untimed: the producer's clock cannot see that a
+ * streamed frame's consumer then reads it from memory instead of the shared cache. With the
+ * vCPUs near, a 2-rank allgather of 4 MiB took 174-209 us by plain stores and 322-367 by
+ * streaming ones, and timing had chosen streaming (first plain frames ran at 10 GB/s, cold,
+ * a streaming trial at 16, and plain trials later never won by half): 184-321 us. Near
+ * vCPUs favoured plain stores in every case measured (16 and 64 MiB included); far ones
+ * do not favour streaming at every size (2-rank broadcast of 256 KiB: 16-18 us as timing
+ * chose, 22-25 streamed), so there timing stays.
+ *
+ * Otherwise the producer times its large frames: the way in use, and every so often one frame
  * the other way (a trial). It switches ways once a trial runs at more than 1.5 times the
  * median of the last WT_UTIL_STORES_RECENT frames of the way in use. Either way must win
  * by half: a streamed frame's consumer reads it from memory, which the producer's clock
@@ -30,14 +40,36 @@
 
 #include "lib/util/copy.h"
 #include "lib/util/env.h"
+#include "lib/util/place.h"
 #include "lib/util/stores.h"
 #include "lib/util/time.h"
 
-int wt_util_stores_pick(wt_util_stores_t *w, int *trial)
+static int timed(const wt_util_stores_t *w)
+{
+	return w->forced == WT_UTIL_STORES_AUTO || w->forced == WT_UTIL_STORES_TIMED;
+}
+
+/* The way in use becomes nt: recent rates start over, trials come soon. */
+static void take_way(wt_util_stores_t *w, int nt)
+{
+	w->nt = nt;
+	w->switches++;
+	w->trial_every = WT_UTIL_STORES_TRIAL_MIN;
+	w->timed = 0;
+	memset(w->recent, 0, sizeof(w->recent));
+	w->nrecent = 0;
+}
+
+int wt_util_stores_pick_placed(wt_util_stores_t *w, int far, int *trial)
 {
 	*trial = 0;
-	if (w->forced != WT_UTIL_STORES_AUTO)
+	if (!timed(w))
 		return w->forced == WT_UTIL_STORES_STREAM;
+	if (far == 0 && w->forced == WT_UTIL_STORES_AUTO) {
+		if (w->nt)
+			take_way(w, 0);
+		return 0;
+	}
 	if (w->trial_every == 0)
 		w->trial_every = WT_UTIL_STORES_TRIAL_MIN;
 	if (++w->timed >= w->trial_every) {
@@ -45,6 +77,11 @@ int wt_util_stores_pick(wt_util_stores_t *w, int *trial)
 		return !w->nt;
 	}
 	return w->nt;
+}
+
+int wt_util_stores_pick(wt_util_stores_t *w, int *trial)
+{
+	return wt_util_stores_pick_placed(w, -1, trial);
 }
 
 /* The median rate of the recent frames of the way in use (0 if none yet). */
@@ -70,7 +107,7 @@ void wt_util_stores_done(wt_util_stores_t *w, int trial, uint64_t bytes, uint64_
 {
 	uint64_t rate = bytes * 1000u / (ns ? ns : 1);
 
-	if (w->forced != WT_UTIL_STORES_AUTO)
+	if (!timed(w))
 		return;
 	if (rate > UINT32_MAX)
 		rate = UINT32_MAX;
@@ -81,16 +118,14 @@ void wt_util_stores_done(wt_util_stores_t *w, int trial, uint64_t bytes, uint64_
 	int better = 2 * rate > 3 * recent_median(w);
 
 	if (better) {
-		w->nt = !w->nt;
-		w->switches++;
-		w->trial_every = WT_UTIL_STORES_TRIAL_MIN;
+		take_way(w, !w->nt);
 		/* the trial is the first frame of the way now in use */
-		memset(w->recent, 0, sizeof(w->recent));
 		w->recent[0] = (uint32_t)rate;
 		w->nrecent = 1;
-	} else if (w->trial_every < WT_UTIL_STORES_TRIAL_MAX) {
-		w->trial_every *= 2;
+		return;
 	}
+	if (w->trial_every < WT_UTIL_STORES_TRIAL_MAX)
+		w->trial_every *= 2;
 	w->timed = 0;
 }
 
@@ -101,6 +136,10 @@ weft_status_t wt_util_stores_setting(int *forced, char *err, size_t errlen)
 	*forced = WT_UTIL_STORES_AUTO;
 	if (v == NULL || strcmp(v, "auto") == 0)
 		return WEFT_OK;
+	if (strcmp(v, "timed") == 0) {
+		*forced = WT_UTIL_STORES_TIMED;
+		return WEFT_OK;
+	}
 	if (strcmp(v, "plain") == 0) {
 		*forced = WT_UTIL_STORES_PLAIN;
 		return WEFT_OK;
@@ -109,7 +148,8 @@ weft_status_t wt_util_stores_setting(int *forced, char *err, size_t errlen)
 		*forced = WT_UTIL_STORES_STREAM;
 		return WEFT_OK;
 	}
-	snprintf(err, errlen, "WEFT_SHM_STORES='%.40s' is not one of auto, plain, stream", v);
+	snprintf(err, errlen, "WEFT_SHM_STORES='%.40s' is not one of auto, timed, plain, stream",
+		 v);
 	return WEFT_ERR_INVALID_ARG;
 }
 
@@ -139,7 +179,8 @@ int wt_util_stores_copyv(wt_util_stores_t *w, void *dst, const struct iovec *iov
 		return 0;
 	}
 	switches = w->switches;
-	way = wt_util_stores_pick(w, &trial);
+	way = wt_util_stores_pick_placed(
+	    w, w->forced == WT_UTIL_STORES_AUTO ? wt_util_place_far_now() : -1, &trial);
 	t0 = wt_util_time_ns();
 	copy_pieces(dst, iov, iovcnt, way);
 	wt_util_stores_done(w, trial, len, wt_util_time_ns() - t0);

@@ -19,13 +19,15 @@
 /* A trial is compared with the median of this many frames of the way in use before it. */
 #define WT_UTIL_STORES_RECENT 8
 
-enum { WT_UTIL_STORES_AUTO = 0, WT_UTIL_STORES_PLAIN, WT_UTIL_STORES_STREAM };
+/* AUTO: plain where the cores are known to be near (lib/util/place.h), else timed; TIMED:
+ * timed only. */
+enum { WT_UTIL_STORES_AUTO = 0, WT_UTIL_STORES_PLAIN, WT_UTIL_STORES_STREAM, WT_UTIL_STORES_TIMED };
 
 typedef struct {
-	int forced;	      /* WT_UTIL_STORES_*: AUTO measures, the others fix the way */
-	int nt;		      /* the way in use: 1 streaming stores, 0 plain */
-	uint32_t timed;	      /* large frames since the last trial */
-	uint32_t trial_every; /* 0 until the first frame */
+	int forced;				/* WT_UTIL_STORES_*: PLAIN and STREAM fix the way */
+	int nt;					/* the way in use: 1 streaming stores, 0 plain */
+	uint32_t timed;				/* large frames since the last trial */
+	uint32_t trial_every;			/* 0 until the first frame */
 	uint32_t recent[WT_UTIL_STORES_RECENT]; /* bytes/us of the last frames of the way in use */
 	uint32_t nrecent;			/* frames written into recent, mod its size */
 	uint64_t switches;			/* times the way changed */
@@ -33,17 +35,20 @@ typedef struct {
 
 /* The way for the next large copy; *trial says it is a trial of the other way. */
 int wt_util_stores_pick(wt_util_stores_t *w, int *trial);
+/* The same where the cores' placement is far (1), near (0) or unknown (-1): near means
+ * plain stores under AUTO, with no trial; far and unknown leave it to timing. */
+int wt_util_stores_pick_placed(wt_util_stores_t *w, int far, int *trial);
 /* The copy picked so (*trial as pick said) took ns to write bytes. */
 void wt_util_stores_done(wt_util_stores_t *w, int trial, uint64_t bytes, uint64_t ns);
 
-/* WEFT_SHM_STORES: "auto" (unset) measures, "plain" and "stream" fix the way; anything else
- * is WEFT_ERR_INVALID_ARG with a message naming the variable in err. */
+/* WEFT_SHM_STORES: "auto" (unset) and "timed" choose, "plain" and "stream" fix the way;
+ * anything else is WEFT_ERR_INVALID_ARG with a message naming the variable in err. */
 weft_status_t wt_util_stores_setting(int *forced, char *err, size_t errlen);
 
 /* Copy the pieces (len bytes in all, no overlap) one after the other to dst, the way w
- * picks, timed, stores ordered before return (so a release store after it publishes
- * them). Below WT_UTIL_STORES_MIN_COPY, or with w NULL: plain (wt_util_copy). Returns 1
- * when w changed its way on this copy. */
+ * picks (with the process's placement, wt_util_place_far_now), timed, stores ordered before return
+ * (so a release store after it publishes them). Below WT_UTIL_STORES_MIN_COPY, or with w NULL:
+ * plain (wt_util_copy). Returns 1 when w changed its way on this copy. */
 int wt_util_stores_copyv(wt_util_stores_t *w, void *dst, const struct iovec *iov, int iovcnt,
 			 size_t len);
 /* The same for one buffer. */

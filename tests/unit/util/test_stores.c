@@ -282,6 +282,55 @@ static void test_copy_each_way(void **state)
 	free(dst);
 }
 
+/* Near cores mean plain stores under AUTO, with no trials; far and unknown ones leave the
+ * choice to timing, which TIMED always does. */
+static void test_placement(void **state)
+{
+	wt_util_stores_t w = {0};
+	int trial, way;
+
+	(void)state;
+	/* timing has gone to streaming (far frames: plain at 3 GB/s, streaming at 20) */
+	for (int i = 0; i < 8 && !w.nt; i++)
+		frame(&w, 3, 20, &trial);
+	assert_int_equal(w.nt, 1);
+	/* near now: plain at once, and a hundred frames bring no trial */
+	for (int i = 0; i < 100; i++) {
+		way = wt_util_stores_pick_placed(&w, 0, &trial);
+		assert_int_equal(way, 0);
+		assert_int_equal(trial, 0);
+		wt_util_stores_done(&w, trial, FRAME, ns_at(30));
+	}
+	assert_int_equal(w.nt, 0);
+	assert_int_equal(w.switches, 2);
+	/* far, or unknown: timing again, so a trial of streaming comes within its period */
+	for (int f = 1; f >= -1; f -= 2) {
+		int trials = 0;
+
+		for (unsigned i = 0; i < WT_UTIL_STORES_TRIAL_MAX; i++) {
+			way = wt_util_stores_pick_placed(&w, f, &trial);
+			trials += trial;
+			wt_util_stores_done(&w, trial, FRAME, ns_at(way ? 20 : 30));
+		}
+		assert_true(trials >= 1);
+		assert_int_equal(w.nt, 0);
+	}
+	/* TIMED: near cores change nothing, trials come */
+	w = (wt_util_stores_t){.forced = WT_UTIL_STORES_TIMED};
+	for (int i = 0, trials = 0; i < 8; i++) {
+		way = wt_util_stores_pick_placed(&w, 0, &trial);
+		trials += trial;
+		wt_util_stores_done(&w, trial, FRAME, ns_at(way ? 20 : 3));
+		if (i == 7)
+			assert_true(trials >= 1 && w.nt == 1);
+	}
+	/* PLAIN and STREAM stay fixed whatever the placement */
+	w = (wt_util_stores_t){.forced = WT_UTIL_STORES_STREAM};
+	assert_int_equal(wt_util_stores_pick_placed(&w, 0, &trial), 1);
+	w = (wt_util_stores_t){.forced = WT_UTIL_STORES_PLAIN};
+	assert_int_equal(wt_util_stores_pick_placed(&w, 1, &trial), 0);
+}
+
 static void test_setting(void **state)
 {
 	static const char *const bad[] = {"nt", "Stream", "plain ", "auto1", "1"};
@@ -301,6 +350,9 @@ static void test_setting(void **state)
 	setenv("WEFT_SHM_STORES", "stream", 1);
 	assert_int_equal(wt_util_stores_setting(&f, err, sizeof(err)), WEFT_OK);
 	assert_int_equal(f, WT_UTIL_STORES_STREAM);
+	setenv("WEFT_SHM_STORES", "timed", 1);
+	assert_int_equal(wt_util_stores_setting(&f, err, sizeof(err)), WEFT_OK);
+	assert_int_equal(f, WT_UTIL_STORES_TIMED);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		setenv("WEFT_SHM_STORES", bad[i], 1);
 		assert_int_equal(wt_util_stores_setting(&f, err, sizeof(err)),
@@ -323,6 +375,7 @@ int main(void)
 	    cmocka_unit_test(test_forced_ways),
 	    cmocka_unit_test(test_zero_time_frame),
 	    cmocka_unit_test(test_copy_each_way),
+	    cmocka_unit_test(test_placement),
 	    cmocka_unit_test(test_setting),
 	};
 

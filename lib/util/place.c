@@ -1,0 +1,101 @@
+/* Near or far cores, from stamps on large frames and slots (lib/util/place.h). */
+#include <stdint.h>
+
+#include "lib/util/place.h"
+#include "lib/util/time.h"
+
+#define NONE UINT32_MAX
+
+void wt_util_place_init(wt_util_place_t *p)
+{
+	atomic_init(&p->cur_min, NONE);
+	atomic_init(&p->cur_n, 0);
+	atomic_init(&p->prev_min, NONE);
+	atomic_init(&p->last_ns, 0);
+	atomic_init(&p->host_mean, 0);
+	atomic_init(&p->host_n, 0);
+	atomic_init(&p->host_ns, 0);
+}
+
+static uint32_t ld32(const _Atomic uint32_t *a)
+{
+	return atomic_load_explicit(a, memory_order_relaxed);
+}
+
+static uint64_t ld64(const _Atomic uint64_t *a)
+{
+	return atomic_load_explicit(a, memory_order_relaxed);
+}
+
+void wt_util_place_sample(wt_util_place_t *p, uint64_t ns, uint64_t now)
+{
+	uint32_t n;
+
+	if (ns > WT_UTIL_PLACE_MAX_SAMPLE_NS)
+		return;
+	if ((uint32_t)ns < ld32(&p->cur_min))
+		atomic_store_explicit(&p->cur_min, (uint32_t)ns, memory_order_relaxed);
+	n = atomic_fetch_add_explicit(&p->cur_n, 1, memory_order_relaxed) + 1;
+	if (n >= WT_UTIL_PLACE_EPOCH) {
+		atomic_store_explicit(&p->prev_min, ld32(&p->cur_min), memory_order_relaxed);
+		atomic_store_explicit(&p->cur_min, NONE, memory_order_relaxed);
+		atomic_store_explicit(&p->cur_n, 0, memory_order_relaxed);
+	}
+	atomic_store_explicit(&p->last_ns, now, memory_order_relaxed);
+}
+
+uint32_t wt_util_place_own(const wt_util_place_t *p, uint64_t now)
+{
+	uint64_t last = ld64(&p->last_ns);
+	uint32_t prev = ld32(&p->prev_min), cur = ld32(&p->cur_min), m;
+
+	if (last == 0 || now - last > WT_UTIL_PLACE_TTL_NS)
+		return 0;
+	/* the first epoch counts once it has a few samples; later ones with the last */
+	if (prev == NONE && ld32(&p->cur_n) < WT_UTIL_PLACE_MIN_SAMPLES)
+		return 0;
+	m = prev < cur ? prev : cur;
+	return m == NONE ? 0 : (m ? m : 1);
+}
+
+void wt_util_place_set_host(wt_util_place_t *p, uint32_t mean_ns, uint32_t n, uint64_t now)
+{
+	atomic_store_explicit(&p->host_mean, mean_ns, memory_order_relaxed);
+	atomic_store_explicit(&p->host_n, n, memory_order_relaxed);
+	atomic_store_explicit(&p->host_ns, now, memory_order_relaxed);
+}
+
+int wt_util_place_far(const wt_util_place_t *p, uint64_t now)
+{
+	uint64_t own = wt_util_place_own(p, now), n = ld32(&p->host_n);
+
+	if (own == 0 || n == 0 || now - ld64(&p->host_ns) > WT_UTIL_PLACE_TTL_NS)
+		return -1;
+	return (own + n * ld32(&p->host_mean)) / (n + 1) > WT_UTIL_PLACE_FAR_NS;
+}
+
+uint64_t wt_util_place_word(uint32_t ns, uint64_t now)
+{
+	return (uint64_t)(uint32_t)(now / 1000000u) << 32 | ns;
+}
+
+uint32_t wt_util_place_word_ns(uint64_t word, uint64_t now)
+{
+	uint32_t age_ms = (uint32_t)(now / 1000000u) - (uint32_t)(word >> 32);
+
+	if ((uint64_t)age_ms * 1000000u > WT_UTIL_PLACE_TTL_NS)
+		return 0;
+	return (uint32_t)word;
+}
+
+static wt_util_place_t self = {NONE, 0, NONE, 0, 0, 0, 0};
+
+wt_util_place_t *wt_util_place_self(void)
+{
+	return &self;
+}
+
+int wt_util_place_far_now(void)
+{
+	return wt_util_place_far(&self, wt_util_time_ns());
+}

@@ -1,0 +1,69 @@
+/* Whether the cores of this host's ranks are near (sharing a cache) or far apart, measured
+ * from the shared memory traffic itself (lib/util).
+ *
+ * A producer that publishes a large frame or slot stamps it with its clock just before the
+ * store that makes it visible; a consumer that was looking at that moment sees it one cache
+ * line transfer later, so now - stamp is the one-way latency between the two cores, clock
+ * reads included. A consumer that was busy elsewhere sees it later, never earlier, so the
+ * least of recent samples is the estimate. The two cores' clocks differ, though: on this VM,
+ * with the vCPUs far apart, one rank saw its peer's stamps 115 ns after they were taken and
+ * the peer saw its stamps 236 ns after, where a cache line took 175 ns either way. So each
+ * rank publishes its estimate through the shm segment, and the placement is the mean of
+ * ours and the peers', in which the offsets of the two directions cancel. A rank with no
+ * estimate of its own (a broadcast's root, which only publishes) knows no placement.
+ *
+ * The bookkeeping is on wt_util_place_t with the time passed in, tested on its own; the
+ * process keeps one instance (placement is the host's, not a communicator's). Fields are
+ * relaxed atomics: the progress thread and callers feed samples at once, and a lost update
+ * costs at most one sample. */
+#ifndef WT_UTIL_PLACE_H
+#define WT_UTIL_PLACE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Estimates above this are far (another core complex: 170-300 ns on this VM, 30-100 when
+ * near, clock reads included). */
+#define WT_UTIL_PLACE_FAR_NS 140u
+/* Samples above this are dropped: the consumer was not looking when the stamp landed. */
+#define WT_UTIL_PLACE_MAX_SAMPLE_NS 2000u
+/* Samples per epoch; the estimate is the least of this epoch's and the last one's. */
+#define WT_UTIL_PLACE_EPOCH 64u
+/* An epoch needs this many samples before it counts on its own (the first one). */
+#define WT_UTIL_PLACE_MIN_SAMPLES 8u
+/* An estimate (own or a peer's) older than this is unknown: the vCPUs may have moved. */
+#define WT_UTIL_PLACE_TTL_NS 2000000000ull
+
+typedef struct {
+	_Atomic uint32_t cur_min;   /* least sample of this epoch (UINT32_MAX: none) */
+	_Atomic uint32_t cur_n;	    /* samples in this epoch */
+	_Atomic uint32_t prev_min;  /* least sample of the last full epoch (UINT32_MAX: none) */
+	_Atomic uint64_t last_ns;   /* when the last sample was taken (0: never) */
+	_Atomic uint32_t host_mean; /* mean of the fresh estimates the peers published */
+	_Atomic uint32_t host_n;    /* how many (0: none) */
+	_Atomic uint64_t host_ns;   /* when they were set */
+} wt_util_place_t;
+
+void wt_util_place_init(wt_util_place_t *p);
+/* One sample: a stamp seen ns after it was taken, at time now. */
+void wt_util_place_sample(wt_util_place_t *p, uint64_t ns, uint64_t now);
+/* Our own estimate in ns at time now; 0 when unknown. */
+uint32_t wt_util_place_own(const wt_util_place_t *p, uint64_t now);
+/* The mean of the n fresh estimates the peers published, at time now (n 0: none). */
+void wt_util_place_set_host(wt_util_place_t *p, uint32_t mean_ns, uint32_t n, uint64_t now);
+/* 1 far, 0 near, -1 unknown at time now: by the mean of our estimate and the peers' (unknown
+ * without ours or without a fresh one of theirs). */
+int wt_util_place_far(const wt_util_place_t *p, uint64_t now);
+
+/* A published estimate: one 64-bit word, the ns in the low half and the publisher's clock
+ * in ms in the high half (so a reader can tell a stale word). */
+uint64_t wt_util_place_word(uint32_t ns, uint64_t now);
+/* The estimate a published word holds, 0 when none or older than the TTL at time now. */
+uint32_t wt_util_place_word_ns(uint64_t word, uint64_t now);
+
+/* The process's instance, on the monotonic clock. */
+wt_util_place_t *wt_util_place_self(void);
+/* wt_util_place_far(wt_util_place_self(), now). */
+int wt_util_place_far_now(void);
+
+#endif

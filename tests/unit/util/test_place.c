@@ -1,0 +1,159 @@
+/* The estimate of how far apart the ranks' cores are (lib/util/place.c), fed with stamp
+ * delays as near and far vCPUs of this VM give them, at times passed in. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/util/place.h"
+
+#define MS 1000000ull
+#define T0 (5000 * MS)
+
+/* n samples of ns each, one every microsecond from *now */
+static void feed(wt_util_place_t *p, uint32_t ns, unsigned n, uint64_t *now)
+{
+	for (unsigned i = 0; i < n; i++) {
+		wt_util_place_sample(p, ns, *now);
+		*now += 1000;
+	}
+}
+
+static void test_unknown_until_samples_and_peers(void **state)
+{
+	wt_util_place_t p;
+	uint64_t now = T0;
+
+	(void)state;
+	wt_util_place_init(&p);
+	assert_int_equal(wt_util_place_own(&p, now), 0);
+	assert_int_equal(wt_util_place_far(&p, now), -1);
+	feed(&p, 60, WT_UTIL_PLACE_MIN_SAMPLES - 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 0);
+	feed(&p, 60, 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 60);
+	/* ours alone is not enough: the clocks' offset is in it */
+	assert_int_equal(wt_util_place_far(&p, now), -1);
+	wt_util_place_set_host(&p, 80, 1, now);
+	assert_int_equal(wt_util_place_far(&p, now), 0);
+	/* peers' estimates without ours: unknown (a broadcast's root) */
+	wt_util_place_init(&p);
+	wt_util_place_set_host(&p, 80, 3, now);
+	assert_int_equal(wt_util_place_far(&p, now), -1);
+}
+
+static void test_least_sample_and_dropped_ones(void **state)
+{
+	wt_util_place_t p;
+	uint64_t now = T0;
+
+	(void)state;
+	wt_util_place_init(&p);
+	/* a consumer busy elsewhere sees stamps late, never early: the least counts */
+	feed(&p, 900, 10, &now);
+	feed(&p, 180, 1, &now);
+	feed(&p, 700, 10, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 180);
+	/* beyond the limit: not looking at all, dropped */
+	feed(&p, WT_UTIL_PLACE_MAX_SAMPLE_NS + 1, 5 * WT_UTIL_PLACE_EPOCH, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 180);
+	/* a zero-delay sample still counts as known */
+	wt_util_place_init(&p);
+	feed(&p, 0, WT_UTIL_PLACE_MIN_SAMPLES, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 1);
+}
+
+/* Two ranks, a and b, that saw each other's stamps na and nb ns old, and shared. */
+static void pair(wt_util_place_t *a, wt_util_place_t *b, uint32_t na, uint32_t nb, uint64_t *now)
+{
+	wt_util_place_init(a);
+	wt_util_place_init(b);
+	feed(a, na, WT_UTIL_PLACE_EPOCH, now);
+	feed(b, nb, WT_UTIL_PLACE_EPOCH, now);
+	wt_util_place_set_host(a, wt_util_place_own(b, *now), 1, *now);
+	wt_util_place_set_host(b, wt_util_place_own(a, *now), 1, *now);
+}
+
+/* The offset of the two cores' clocks cancels in the mean: far vCPUs measured 115 ns one
+ * way and 236 the other where a line took 175 either way. */
+static void test_mean_cancels_clock_offset(void **state)
+{
+	wt_util_place_t a, b;
+	uint64_t now = T0;
+
+	(void)state;
+	pair(&a, &b, 115, 236, &now);
+	assert_int_equal(wt_util_place_far(&a, now), 1);
+	assert_int_equal(wt_util_place_far(&b, now), 1);
+	/* near: 45 and 75 */
+	pair(&a, &b, 45, 75, &now);
+	assert_int_equal(wt_util_place_far(&a, now), 0);
+	assert_int_equal(wt_util_place_far(&b, now), 0);
+	/* the threshold itself is near, one above it far */
+	wt_util_place_init(&a);
+	feed(&a, WT_UTIL_PLACE_FAR_NS, WT_UTIL_PLACE_EPOCH, &now);
+	wt_util_place_set_host(&a, WT_UTIL_PLACE_FAR_NS, 1, now);
+	assert_int_equal(wt_util_place_far(&a, now), 0);
+	wt_util_place_set_host(&a, WT_UTIL_PLACE_FAR_NS + 2, 1, now);
+	assert_int_equal(wt_util_place_far(&a, now), 1);
+}
+
+/* The vCPUs move: near to far shows after two epochs of far samples, far to near at once;
+ * estimates expire. */
+static void test_moves_and_expiry(void **state)
+{
+	wt_util_place_t p;
+	uint64_t now = T0;
+
+	(void)state;
+	wt_util_place_init(&p);
+	feed(&p, 60, WT_UTIL_PLACE_EPOCH, &now);
+	feed(&p, 250, WT_UTIL_PLACE_EPOCH - 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 60);
+	feed(&p, 250, 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 250);
+	feed(&p, 70, 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 70);
+	/* no sample for longer than the TTL: unknown again */
+	now += WT_UTIL_PLACE_TTL_NS + 1;
+	assert_int_equal(wt_util_place_own(&p, now), 0);
+	/* peers' view expires too */
+	feed(&p, 60, WT_UTIL_PLACE_EPOCH, &now);
+	wt_util_place_set_host(&p, 60, 1, now);
+	assert_int_equal(wt_util_place_far(&p, now), 0);
+	now += WT_UTIL_PLACE_TTL_NS / 2;
+	feed(&p, 60, 1, &now);
+	now += WT_UTIL_PLACE_TTL_NS / 2 + MS;
+	assert_int_equal(wt_util_place_far(&p, now), -1);
+}
+
+static void test_words(void **state)
+{
+	uint64_t now = T0, w;
+
+	(void)state;
+	w = wt_util_place_word(123, now);
+	assert_int_equal(wt_util_place_word_ns(w, now), 123);
+	assert_int_equal(wt_util_place_word_ns(w, now + WT_UTIL_PLACE_TTL_NS), 123);
+	assert_int_equal(wt_util_place_word_ns(w, now + WT_UTIL_PLACE_TTL_NS + 2 * MS), 0);
+	assert_int_equal(wt_util_place_word_ns(0, now), 0);
+	/* the ms clock wraps at 2^32 ms: a word from just before still reads */
+	now = ((uint64_t)1 << 32) * MS - MS;
+	w = wt_util_place_word(77, now);
+	assert_int_equal(wt_util_place_word_ns(w, now + 5 * MS), 77);
+	/* a word from the future (a hostile or confused peer) is stale */
+	assert_int_equal(wt_util_place_word_ns(wt_util_place_word(77, T0 + 10 * MS), T0), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_unknown_until_samples_and_peers),
+	    cmocka_unit_test(test_least_sample_and_dropped_ones),
+	    cmocka_unit_test(test_mean_cancels_clock_offset),
+	    cmocka_unit_test(test_moves_and_expiry),
+	    cmocka_unit_test(test_words),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
