@@ -117,14 +117,16 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 }
 
 /* alpha_us,GBps,reduce_GBps[,slot_read]: the last the share of gamma a byte read from a
- * peer's slot costs (the library uses 0.3 with more local ranks than cores, else 1). */
+ * peer's slot costs (the library uses 0.3 with more local ranks than cores); unset, the
+ * library's prices with a core per rank (cost_t.slot_read 0: see table.c beta_share). */
 static int parse_cost(const char *s, wt_sched_cost_t *c)
 {
-	double a, gb, rgb, sr = 1;
+	double a, gb, rgb, sr = 0;
 	char tail;
 	int n = sscanf(s, "%lf,%lf,%lf,%lf%c", &a, &gb, &rgb, &sr, &tail);
 
-	if ((n != 3 && n != 4) || !(a >= 0) || !(gb > 0) || !(rgb > 0) || !(sr > 0) || !(sr <= 1))
+	if ((n != 3 && n != 4) || !(a >= 0) || !(gb > 0) || !(rgb > 0) ||
+	    (n == 4 && !(sr > 0 && sr <= 1)))
 		return -1;
 	c->alpha = a * 1e-6;
 	c->beta = 1 / (gb * 1e9);

@@ -181,6 +181,26 @@ static double read_share(const wt_sched_cost_t *c)
 	return c->slot_read > 0 ? c->slot_read : 1;
 }
 
+/* What a byte moved through the slots costs, as a share of a message's byte (beta), in the
+ * collectives priced so (allgather, alltoall, broadcast): cost->slot_read where it is set
+ * (ranks sharing cores), else WT_SCHED_SLOT_BETA_SHARE at 2 ranks. With a core per rank the message
+ * path moves mid-sized blocks faster than the slots: 2 ranks, 2026-12-07, medians of 5
+ * alternating weft-perf sweeps with the vCPUs near (one far), automatic (slots) / without
+ * slots: allgather of 32 KiB 3.73 / 2.87 us, 64 KiB 7.42 / 4.72, 128 KiB 13.1 / 7.3, 256 KiB
+ * 26.7 / 13.6 (far 38.4 / 23.6); alltoall of 64 KiB 7.43 / 4.81, 256 KiB 22.4 / 14.0;
+ * broadcast of 64 KiB 7.98 / 5.54 (far 16.2 / 5.1), 256 KiB 23.9 / 18.5; at 16 KiB the
+ * slots kept their lead near (allgather 2.05 / 2.47, broadcast 2.62 / 2.72). The share puts
+ * the turn at blocks of about 10 KiB. Measured at 2 ranks only (a 2-core machine): more
+ * ranks with a core each keep a share of 1. */
+#define WT_SCHED_SLOT_BETA_SHARE 1.8
+
+static double beta_share(const wt_sched_args_t *a, const wt_sched_cost_t *c)
+{
+	if (c->slot_read > 0)
+		return c->slot_read;
+	return a->size == 2 ? WT_SCHED_SLOT_BETA_SHARE : 1;
+}
+
 /* Whether the call can go through the slots: they exist and hold what a rank publishes. */
 static int slot_fits(const wt_sched_args_t *a, double publish)
 {
@@ -255,18 +275,17 @@ static double c_ar_slots_twoshot(const wt_sched_args_t *a, const wt_sched_cost_t
 
 /* A block larger than a slot goes in parts (slots.c). Each block a rank gathers moves as
  * a message's bytes do through a ring (its owner copies it in once, for every reader; a
- * reader copies it out), without the message's alpha: priced as those messages' bytes
- * (beta; reads at slot_read of it) plus a round of flags per part, as the broadcast below.
- * Measured, 2 ranks with a core each, weft-perf alternating, ring / slots: 64 KiB
- * 5.8-5.9 / 3.8-4.0 us, 256 KiB 15.4-15.8 / 10.5-13.0, 1 MiB 52-53 / 48-57, 4 MiB
- * 236-237 / 206-221; priced with gamma per pass the model kept the ring from 64 KiB up. */
+ * reader copies it out), without the message's alpha: priced as those messages' bytes at
+ * beta_share of beta, plus a round of flags per part, as the broadcast below. (Measured
+ * earlier, 2 ranks with a core each, ring / slots: 64 KiB 5.8-5.9 / 3.8-4.0 us, 256 KiB
+ * 15.4-15.8 / 10.5-13.0; the message path has since caught up, see beta_share.) */
 static double c_ag_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 {
 	double m = elem_bytes(a), parts = slot_parts(a, m);
 
 	if (parts == 0)
 		return HUGE_VAL;
-	return parts * slot_flags(a, c) + (a->size - 1) * m * c->beta * read_share(c);
+	return parts * slot_flags(a, c) + (a->size - 1) * m * c->beta * beta_share(a, c);
 }
 
 static double c_rs_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
@@ -277,18 +296,17 @@ static double c_rs_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 
 /* A broadcast through the slots moves each byte as one message does through a ring (the
  * root copies it in, a reader copies it out; the readers at once), without the message's
- * alpha and rendezvous: priced as one message's bytes (beta; reads at slot_read of it),
- * plus a round of flags per slot's worth of it.
- * Measured, 2 ranks with a core each, weft-perf -n 50, binomial / slots: 16 KiB 1.26-2.66 /
- * 0.88-1.45 us, 64 KiB 2.80-5.37 / 1.63-2.49, 256 KiB 8.6-15.4 / 5.1-11.5; priced with
- * gamma per pass, as the reductions are, the model kept binomial from 18 KiB up. */
+ * alpha and rendezvous: priced as one message's bytes at beta_share of beta, plus a round
+ * of flags per slot's worth of it. (Measured earlier, 2 ranks with a core each, binomial /
+ * slots: 16 KiB 1.26-2.66 / 0.88-1.45 us, 64 KiB 2.80-5.37 / 1.63-2.49; see beta_share for
+ * now.) */
 static double c_bc_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 {
 	double m = elem_bytes(a), parts = slot_parts(a, m);
 
 	if (parts == 0)
 		return HUGE_VAL;
-	return parts * slot_flags(a, c) + m * c->beta * read_share(c);
+	return parts * slot_flags(a, c) + m * c->beta * beta_share(a, c);
 }
 
 static double c_rd_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
@@ -311,7 +329,7 @@ static double c_a2a_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 		parts = 0;
 	if (parts == 0)
 		return HUGE_VAL;
-	return parts * slot_flags(a, c) + (a->size - 1) * m * c->beta * read_share(c);
+	return parts * slot_flags(a, c) + (a->size - 1) * m * c->beta * beta_share(a, c);
 }
 
 static double c_barrier_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
