@@ -33,9 +33,13 @@
  * spinning on poll makes millions of calls a second, one that sleeps arms, which checks. */
 #define SHM_LIVENESS_POLLS 64u
 /* How often poll() shares the cores' placement with the peers (place_share). */
-#define SHM_PLACE_NS 10000000ull
-/* Frames from this size carry a stamp for the placement (the size stores are chosen for). */
+#define SHM_PLACE_NS 1000000ull
+/* Frames from this size carry a stamp for the placement (the size stores are chosen for),
+ * and every SHM_STAMP_EVERY-th frame to a peer of any size: a broadcast's root receives
+ * only its peers' small rendezvous answers, and a clock read on every small frame would
+ * cost the latency path 20 ns each way. */
 #define SHM_STAMP_MIN WT_UTIL_STORES_MIN_COPY
+#define SHM_STAMP_EVERY 8u
 #define SHM_MAX_RANKS (1 << 16)
 #define SHM_BELL_DRAIN_MAX 256
 /* The first frame of at least this size to or from a peer maps its whole ring in at once:
@@ -979,7 +983,9 @@ static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, i
 		WT_DEBUG("shm: frames to rank %d now go by %s stores", peer,
 			 p->tx_way.nt ? "streaming" : "plain");
 	/* Last before the head: a large frame's stamp (see rx_stamp). */
-	__atomic_store_n((uint32_t *)(p->tx_data + off + 4), len >= SHM_STAMP_MIN ? stamp_now() : 0,
+	__atomic_store_n((uint32_t *)(p->tx_data + off + 4),
+			 len >= SHM_STAMP_MIN || p->tx_frames % SHM_STAMP_EVERY == 0 ? stamp_now()
+										     : 0,
 			 __ATOMIC_RELAXED);
 	head += need;
 	p->tx_head = head;
@@ -1016,17 +1022,18 @@ static void rx_corrupt(wt_link_t *l, int peer, const char *what, uint64_t val)
 	push_error(l, peer, WEFT_ERR_PROTOCOL);
 }
 
-/* A large frame's stamp, seen now: how long it took to reach us is a sample of the cores'
- * placement (lib/util/place.h). A hostile peer's stamp can only mislead the choice of
- * stores. */
-static void rx_stamp(uint32_t stamp)
+/* A frame's stamp (0: none), seen now: how long it took to reach us is a sample of the
+ * cores' placement (lib/util/place.h). A hostile peer's stamp can only mislead the choice
+ * of stores. Returns whether it had one. */
+static int rx_stamp(uint32_t stamp)
 {
 	uint64_t now;
 
 	if (stamp == 0)
-		return;
+		return 0;
 	now = wt_util_time_ns();
 	wt_util_place_sample(wt_util_place_self(), (uint32_t)now - stamp, now);
+	return 1;
 }
 
 /* Delivers up to max frames from peer's ring; they stay in place until the next poll. */
@@ -1062,10 +1069,10 @@ static int rx_peer(wt_link_t *l, int peer, wt_link_event_t *ev, int max)
 		}
 		if (len >= SHM_WARM_FRAME)
 			ring_warm(l, p->rx_data, &p->rx_warm, MADV_POPULATE_READ);
-		/* the first large frame after a look that found none: we were looking when it
-		 * came */
-		if (len >= SHM_STAMP_MIN && p->rx_idle && !stamped++)
-			rx_stamp(
+		/* the first stamped frame after a look that found none: we were looking when
+		 * it came */
+		if (p->rx_idle && !stamped)
+			stamped = rx_stamp(
 			    __atomic_load_n((uint32_t *)(p->rx_data + off + 4), __ATOMIC_RELAXED));
 		memset(&ev[n], 0, sizeof(ev[n]));
 		ev[n].type = WT_LINK_EV_FRAME;

@@ -10,7 +10,8 @@
  * the peer saw its stamps 236 ns after, where a cache line took 175 ns either way. So each
  * rank publishes its estimate through the shm segment, and the placement is the mean of
  * ours and the peers', in which the offsets of the two directions cancel. A rank with no
- * estimate of its own (a broadcast's root, which only publishes) knows no placement.
+ * estimate of its own knows no placement (a broadcast's root gets samples from small
+ * frames its peers stamp now and then, drivers/shm).
  *
  * The bookkeeping is on wt_util_place_t with the time passed in, tested on its own; the
  * process keeps one instance (placement is the host's, not a communicator's). Fields are
