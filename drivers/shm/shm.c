@@ -127,11 +127,7 @@ struct wt_link {
 	wt_link_errq_t errq; /* peers with a PEER_ERROR to report */
 	struct pollfd *pfds;
 	uint64_t next_live_ns;
-	/* When placement is next shared (place_due), and the slot wakes since the last look at
-	 * the clock for it: atomic, as the progress thread polls while a caller's quick slot
-	 * call wakes its peers. */
-	_Atomic uint64_t next_place_ns;
-	_Atomic unsigned place_wakes;
+	uint64_t next_place_ns; /* when poll() next shares placement (place_due) */
 	/* A core per local rank: placement is shared (place_share). With ranks sharing cores,
 	 * consumers are seldom looking when a stamp lands: on near vCPUs 4 ranks' estimates
 	 * were 105-370 ns, and timing chooses the stores instead. */
@@ -1174,9 +1170,9 @@ static void place_share(wt_link_t *l, uint64_t now)
 /* place_share, at most every SHM_PLACE_NS. */
 static void place_due(wt_link_t *l, uint64_t now)
 {
-	if (now < atomic_load_explicit(&l->next_place_ns, memory_order_relaxed))
+	if (now < l->next_place_ns)
 		return;
-	atomic_store_explicit(&l->next_place_ns, now + SHM_PLACE_NS, memory_order_relaxed);
+	l->next_place_ns = now + SHM_PLACE_NS;
 	place_share(l, now);
 }
 
@@ -1458,11 +1454,6 @@ static void shm_slot_wake(wt_link_t *l, const int *peers, int npeers)
 		}
 		wake_if_sleeping(&l->peers[r]);
 	}
-	/* Slot calls need no poll: a rank that only publishes (a broadcast's root) learns the
-	 * placement here. */
-	if ((atomic_fetch_add_explicit(&l->place_wakes, 1, memory_order_relaxed) &
-	     (SHM_LIVENESS_POLLS - 1)) == 0)
-		place_due(l, wt_util_time_ns());
 }
 
 /* Our CPU goes to our header only when it changed: peers read that line. */
