@@ -40,6 +40,8 @@
  * cost the latency path 20 ns each way. */
 #define SHM_STAMP_MIN WT_UTIL_STORES_MIN_COPY
 #define SHM_STAMP_EVERY 8u
+/* and each of the first frames to a peer, so the placement is known early */
+#define SHM_STAMP_FIRST 64u
 #define SHM_MAX_RANKS (1 << 16)
 #define SHM_BELL_DRAIN_MAX 256
 /* The first frame of at least this size to or from a peer maps its whole ring in at once:
@@ -980,8 +982,10 @@ static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, i
 			 p->tx_way.nt ? "streaming" : "plain");
 	/* Last before the head: a large frame's stamp (see rx_stamp). */
 	__atomic_store_n((uint32_t *)(p->tx_data + off + 4),
-			 len >= SHM_STAMP_MIN || p->tx_frames % SHM_STAMP_EVERY == 0 ? stamp_now()
-										     : 0,
+			 len >= SHM_STAMP_MIN || p->tx_frames % SHM_STAMP_EVERY == 0 ||
+				 p->tx_frames < SHM_STAMP_FIRST
+			     ? stamp_now()
+			     : 0,
 			 __ATOMIC_RELAXED);
 	head += need;
 	p->tx_head = head;
@@ -1142,8 +1146,8 @@ static void check_liveness(wt_link_t *l)
 }
 
 /* Publish our placement estimate in our header and take the mean of the peers' fresh ones
- * (see lib/util/place.h for why a mean). */
-static void place_share(wt_link_t *l, uint64_t now)
+ * (see lib/util/place.h for why a mean). Returns whether both were known. */
+static int place_share(wt_link_t *l, uint64_t now)
 {
 	wt_util_place_t *pl = wt_util_place_self();
 	uint32_t own = l->place_on ? wt_util_place_own(pl, now) : 0, n = 0;
@@ -1165,6 +1169,7 @@ static void place_share(wt_link_t *l, uint64_t now)
 		}
 	}
 	wt_util_place_set_host(pl, n ? (uint32_t)(sum / n) : 0, n, now);
+	return own != 0 && n != 0;
 }
 
 /* place_share, at most every SHM_PLACE_NS. */
@@ -1172,8 +1177,9 @@ static void place_due(wt_link_t *l, uint64_t now)
 {
 	if (now < l->next_place_ns)
 		return;
-	l->next_place_ns = now + SHM_PLACE_NS;
-	place_share(l, now);
+	/* until the placement is known, at every look (a sweep's first calls of a size are
+	 * timed too) */
+	l->next_place_ns = place_share(l, now) ? now + SHM_PLACE_NS : 0;
 }
 
 static void prune_active(wt_link_t *l)
