@@ -925,7 +925,7 @@ static void wake_receiver(const wt_link_t *l, struct shm_peer *p)
 	wake_if_sleeping(p);
 }
 
-/* The low half of the monotonic clock in ns, never 0: a large frame's stamp (rx_stamp). */
+/* The low half of the monotonic clock in ns, never 0: a frame's stamp (rx_stamp). */
 static uint32_t stamp_now(void)
 {
 	uint32_t t = (uint32_t)wt_util_time_ns();
@@ -980,7 +980,8 @@ static weft_status_t shm_send(wt_link_t *l, int peer, const struct iovec *iov, i
 	if (wt_util_stores_copyv(&p->tx_way, p->tx_data + off + WT_SHM_REC_HDR, iov, iovcnt, len))
 		WT_DEBUG("shm: frames to rank %d now go by %s stores", peer,
 			 p->tx_way.nt ? "streaming" : "plain");
-	/* Last before the head: a large frame's stamp (see rx_stamp). */
+	/* Last before the head: the stamp of a large frame, of the first SHM_STAMP_FIRST and of
+	 * every SHM_STAMP_EVERY-th (see rx_stamp). */
 	__atomic_store_n((uint32_t *)(p->tx_data + off + 4),
 			 len >= SHM_STAMP_MIN || p->tx_frames % SHM_STAMP_EVERY == 0 ||
 				 p->tx_frames < SHM_STAMP_FIRST
@@ -1150,7 +1151,7 @@ static void check_liveness(wt_link_t *l)
 static int place_share(wt_link_t *l, uint64_t now)
 {
 	wt_util_place_t *pl = wt_util_place_self();
-	uint32_t own = l->place_on ? wt_util_place_own(pl, now) : 0, n = 0;
+	uint32_t own = wt_util_place_own(pl, now), n = 0;
 	uint64_t sum = 0;
 
 	atomic_store_explicit(&l->hdr->place, own ? wt_util_place_word(own, now) : 0,
@@ -1159,7 +1160,7 @@ static int place_share(wt_link_t *l, uint64_t now)
 		struct shm_peer *p = &l->peers[l->active[i]];
 		uint32_t ns;
 
-		if (p->state != SHM_PEER_UP || !l->place_on)
+		if (p->state != SHM_PEER_UP)
 			continue;
 		ns = wt_util_place_word_ns(
 		    atomic_load_explicit(&p->tx_hdr->place, memory_order_relaxed), now);
@@ -1172,10 +1173,10 @@ static int place_share(wt_link_t *l, uint64_t now)
 	return own != 0 && n != 0;
 }
 
-/* place_share, at most every SHM_PLACE_NS. */
+/* place_share, at most every SHM_PLACE_NS, and never where ranks share cores (place_on). */
 static void place_due(wt_link_t *l, uint64_t now)
 {
-	if (now < l->next_place_ns)
+	if (!l->place_on || now < l->next_place_ns)
 		return;
 	/* until the placement is known, at every look (a sweep's first calls of a size are
 	 * timed too) */

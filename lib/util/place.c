@@ -88,7 +88,8 @@ uint32_t wt_util_place_word_ns(uint64_t word, uint64_t now)
 	return (uint32_t)word;
 }
 
-static wt_util_place_t self = {NONE, 0, NONE, 0, 0, 0, 0};
+/* as wt_util_place_init leaves one */
+static wt_util_place_t self = {.cur_min = NONE, .prev_min = NONE};
 
 wt_util_place_t *wt_util_place_self(void)
 {
