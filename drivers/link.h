@@ -190,6 +190,11 @@ typedef struct wt_link_ops {
 	 * each runs elsewhere. Publishes the caller's CPU for its peers as it goes. Ranks that
 	 * are ours, out of range or not connected are skipped. A hint for waiting only. */
 	int (*cpu_shared)(wt_link_t *link, const int *peers, int n);
+	/* 0, or where the receiver copies frames out of memory it shares with the sender: a
+	 * one-way stream (the sender has no large receive pending: a broadcast's root, a
+	 * pipeline's send) goes in frames of a quarter of the message, not below this many
+	 * bytes, so the receiver copies one out while the sender writes the next. */
+	size_t pipe_min;
 } wt_link_ops_t;
 
 /* Every driver's link struct starts with this. */

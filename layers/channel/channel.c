@@ -126,6 +126,7 @@ struct frame {
 	struct frame *prev, *next;
 	wt_chan_op_t *op;
 	int stream;
+	size_t frag; /* a stream's fragment size (stream_frag) */
 	int complete_on_take;
 	uint8_t *held; /* an eager frame's own copy of its bytes (frame_hold), or NULL */
 	int in_fifo;   /* in its peer's FIFO (not yet handed to the link) */
@@ -705,8 +706,8 @@ static int stream_push(wt_chan_t *ch, int pi, struct frame *s, int *count)
 	while (s->off < s->end) {
 		size_t n = s->end - s->off;
 
-		if (n > p->frag)
-			n = p->frag;
+		if (n > s->frag)
+			n = s->frag;
 		struct frame *f = frame_alloc(ch, op);
 
 		if (f == NULL)
@@ -1198,6 +1199,31 @@ static void on_arrival(wt_chan_t *ch, int pi, const wt_chan_hdr_t *h, const void
 	e->utail = u;
 }
 
+/* Whether a receive of more than the eager limit is pending (posted, not finished). */
+static int big_recv_pending(const wt_chan_t *ch)
+{
+	for (const wt_chan_op_t *op = ch->all; op != NULL; op = op->anext) {
+		if (op->kind == OP_RECV && op->live && !op->finished && op->len > ch->eager_limit)
+			return 1;
+	}
+	return 0;
+}
+
+/* The fragment size of a stream of total bytes to p: a quarter of it, at least the link's
+ * pipe_min, for a one-way stream where the link asks for that (link.h), else the largest. The
+ * ops are scanned only where the answer matters (a message of less than four frames). */
+static size_t stream_frag(const wt_chan_t *ch, const struct peer *p, size_t total)
+{
+	size_t min = wt_link_ops(p->link)->pipe_min, q;
+
+	if (min == 0 || total / 4 >= p->frag || big_recv_pending(ch))
+		return p->frag;
+	q = (total / 4 + WT_CHAN_FRAG_ALIGN - 1) / WT_CHAN_FRAG_ALIGN * WT_CHAN_FRAG_ALIGN;
+	if (q < min)
+		q = min;
+	return q < p->frag ? q : p->frag;
+}
+
 static void on_cts(wt_chan_t *ch, int pi, const wt_chan_hdr_t *h)
 {
 	struct slot *s = slot_get(ch, h->id, pi, SL_SEND, SL_ZOMBIE);
@@ -1222,6 +1248,7 @@ static void on_cts(wt_chan_t *ch, int pi, const wt_chan_hdr_t *h)
 		return;
 	}
 	f->stream = 1;
+	f->frag = stream_frag(ch, &ch->peers[pi], op->total);
 	f->type = WT_CHAN_FR_DATA;
 	f->recv_id = h->id2;
 	f->off = 0;

@@ -1175,6 +1175,91 @@ static void test_get_min(void **state)
 		unsetenv("WEFT_RNDV_GET");
 }
 
+/* Frames rank 0 sends for one message of len bytes to rank 1 (its RTS included), checked
+ * byte by byte; with busy, rank 0 has a receive of 1 MiB from rank 1 pending meanwhile. */
+static uint64_t one_message_frames(ct_fab_t *f, size_t len, int busy, unsigned seed)
+{
+	uint8_t *src = malloc(len), *dst = malloc(len), *big = malloc(MIB);
+	wt_link_stats_t before, after;
+	ct_done_t ds = {0}, dr = {0}, db = {0};
+	wt_chan_op_t *bop = NULL;
+
+	assert_true(src && dst && big);
+	fill(src, len, seed);
+	memset(&before, 0, sizeof(before));
+	memset(&after, 0, sizeof(after));
+	if (busy)
+		post_recv1(f, 0, 900 + seed, big, MIB, NULL, &db, &bop);
+	wt_link_ops(f->link[0])->stats(f->link[0], 1, &before);
+	post_recv1(f, 1, 800 + seed, dst, len, NULL, &dr, NULL);
+	post_send1(f, 0, 800 + seed, src, len, &ds, NULL);
+	ct_pump_until(f, &dr.fired, 1);
+	ct_pump_until(f, &ds.fired, 1);
+	wt_link_ops(f->link[0])->stats(f->link[0], 1, &after);
+	assert_int_equal(dr.st, WEFT_OK);
+	assert_int_equal(ds.st, WEFT_OK);
+	assert_int_equal(dr.bytes, len);
+	check(dst, len, seed);
+	if (busy) {
+		wt_chan_cancel(f->ch[0], bop); /* no callback after a cancel */
+		assert_int_equal(db.fired, 0);
+	}
+	free(src);
+	free(dst);
+	free(big);
+	return after.frames_sent - before.frames_sent;
+}
+
+/* A one-way stream goes in frames of a quarter of the message, not below the link's
+ * pipe_min, where the link asks for that (shm); a sender with a large receive pending, a
+ * message of four largest frames or more, and links that do not ask send whole frames. */
+static void test_pipe_frames(void **state)
+{
+	const char *drv = *state, *was = getenv("WEFT_RNDV_GET");
+	/* frames_sent counts only this message's frames: no reliability layer's acks and
+	 * retransmissions (udp, WEFT_FAULT) */
+	int exact = strcmp(drv, "udp") != 0 && getenv("WEFT_FAULT") == NULL;
+	char keep[16] = "";
+	ct_fab_t f;
+
+	if (was != NULL)
+		snprintf(keep, sizeof(keep), "%s", was);
+	setenv("WEFT_RNDV_GET", "0", 1); /* the bytes go through the link */
+	fab_open(&f, drv, EAGER);
+	size_t min = wt_link_ops(f.link[0])->pipe_min;
+	/* the largest fragment, and the frames of a message sent in such after its RTS */
+	size_t frag = (wt_link_max_frame(f.link[0]) - WT_CHAN_HDR_LEN) / WT_CHAN_FRAG_ALIGN *
+		      WT_CHAN_FRAG_ALIGN;
+	size_t lens[5] = {256 * 1024, 2 * min, 256 * 1024 + 100, 256 * 1024, 4 * frag + 64};
+	uint64_t want[5], got[5];
+
+	for (int i = 0; i < 5; i++)
+		want[i] = 1 + (lens[i] + frag - 1) / frag;
+	if (min != 0) {
+		assert_int_equal(min % WT_CHAN_FRAG_ALIGN, 0);
+		assert_true(4 * min <= 256 * 1024 && frag >= 256 * 1024);
+		want[0] = 1 + 4; /* quarters of 256 KiB */
+		want[1] = 1 + 2; /* a quarter of 2 * pipe_min is below it: halves */
+		want[2] = 1 + 4; /* quarters rounded up to the alignment, the rest in the last */
+	} else {
+		lens[1] = 64 * 1024;
+		want[1] = 1 + (lens[1] + frag - 1) / frag;
+	}
+	/* [3]: an exchange (a large receive pending); [4]: four largest frames or more */
+	for (int i = 0; i < 5; i++)
+		got[i] = one_message_frames(&f, lens[i], i == 3, (unsigned)i + 1);
+	ct_close(&f);
+	if (was != NULL)
+		setenv("WEFT_RNDV_GET", keep, 1);
+	else
+		unsetenv("WEFT_RNDV_GET");
+	for (int i = 0; i < 5 && exact; i++) {
+		if (got[i] != want[i])
+			fail_msg("message %d of %zu bytes: %llu frames, want %llu", i, lens[i],
+				 (unsigned long long)got[i], (unsigned long long)want[i]);
+	}
+}
+
 /* WEFT_RNDV_GET is validated when a channel is created: auto, a boolean, nothing else. */
 static void test_rndv_env(void **state)
 {
@@ -1349,6 +1434,7 @@ static void test_fail_order(void **state)
 	    cmocka_unit_test_prestate(test_rndv_env, drv),                                         \
 	    cmocka_unit_test_prestate(test_get_min, drv),                                          \
 	    cmocka_unit_test_prestate(test_send_copy, drv),                                        \
+	    cmocka_unit_test_prestate(test_pipe_frames, drv),                                      \
 	    cmocka_unit_test_prestate(test_link_poll_fails, drv),                                  \
 	    cmocka_unit_test_prestate(test_fail_order, drv)
 
