@@ -418,8 +418,9 @@ int wt_sched_slot_released(const void *peer_region, const void *own_region, size
 /* In a slot's header, after its ready word: the publisher's slot_sig and count. */
 #define SLOT_SIG_OFF 8u
 #define SLOT_COUNT_OFF 16u
-/* and, for a publish of WT_UTIL_STORES_MIN_COPY bytes or more, its clock just before the
- * flag (0 otherwise): a sample of the cores' placement for its readers (slot_stamp_seen) */
+/* and, for a publish of WT_UTIL_STORES_MIN_COPY bytes or more and every 8th of
+ * WT_UTIL_STORES_FAR_MIN or more, its clock just before the flag (0 otherwise): a sample of the
+ * cores' placement for its readers (slot_stamp_seen) */
 #define SLOT_STAMP_OFF 24u
 _Static_assert(SLOT_STAMP_OFF + sizeof(uint64_t) <= WT_SCHED_SLOT_HDR, "slot header");
 
@@ -577,7 +578,7 @@ static void peer_sig_check(wt_sched_exec_t *ex, const wt_sched_step_t *s)
 }
 
 /* A peer's publish seen by a look at its flag after one that found it down (a spin, or the
- * channel watching a posted wait): a large one's stamp is a sample of how far apart its
+ * channel watching a posted wait): a stamped one's stamp is a sample of how far apart its
  * core and ours are (lib/util/place.h). Not where the flag was up at the first look: the
  * time since says nothing. */
 static void slot_stamp_seen(const wt_sched_exec_t *ex, const wt_sched_step_t *s)
@@ -635,8 +636,13 @@ static void slot_publish_words(wt_sched_exec_t *ex, uint64_t seq, size_t len)
 			      memory_order_relaxed);
 	atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_COUNT_OFF), ex->v->args->count,
 			      memory_order_relaxed);
+	/* every large publish, and every 8th of the sizes stores follow the placement for
+	 * (a clock read is a tenth of a 4 KiB publish), so slot-only traffic keeps it known */
 	atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_STAMP_OFF),
-			      len >= WT_UTIL_STORES_MIN_COPY ? wt_util_time_ns() : 0,
+			      len >= WT_UTIL_STORES_MIN_COPY ||
+				      (len >= WT_UTIL_STORES_FAR_MIN && seq % 8 == 0)
+				  ? wt_util_time_ns()
+				  : 0,
 			      memory_order_relaxed);
 	atomic_store_explicit(word_at(ex, ex->rank, ready), seq, memory_order_release);
 }
@@ -1413,6 +1419,7 @@ static weft_status_t exec_bind_slots(wt_sched_exec_t *ex, const wt_sched_net_t *
 	ex->slots.ring = ex->v->slot_ring;
 	ex->slots.extent = need;
 	ex->slots.nseq = ex->v->slot_parts;
+	ex->slots.stores = NULL; /* plain stores unless the network keeps a choice */
 	st = net->slots(net->ctx, &ex->slots);
 	if (st != WEFT_OK)
 		return st;

@@ -10,8 +10,13 @@
 
 #include "lib/util/status.h"
 
-/* Copies from this size are timed; smaller ones always use plain stores. */
+/* Copies from this size are timed; smaller ones use plain stores, except as below. */
 #define WT_UTIL_STORES_MIN_COPY (32u << 10)
+/* Under AUTO, copies from this size up to _MIN_COPY take streaming stores, untimed, where
+ * the cores are known to be far (lib/util/place.h), and plain ones otherwise. */
+#define WT_UTIL_STORES_FAR_MIN (4u << 10)
+/* Such copies read the process's placement again after this many of them. */
+#define WT_UTIL_STORES_FAR_EVERY 64u
 /* Large copies between trials of the other way: from _TRIAL_MIN, doubling after each
  * trial that keeps the way, up to _TRIAL_MAX; a switch starts over. */
 #define WT_UTIL_STORES_TRIAL_MIN 4u
@@ -31,6 +36,9 @@ typedef struct {
 	uint32_t recent[WT_UTIL_STORES_RECENT]; /* bytes/us of the last frames of the way in use */
 	uint32_t nrecent;			/* frames written into recent, mod its size */
 	uint64_t switches;			/* times the way changed */
+	uint64_t mid_streamed;			/* copies of FAR_MIN.._MIN_COPY streamed */
+	int mid_far;				/* the placement for those: 1 far */
+	uint32_t mid_left;			/* such copies until it is read again */
 } wt_util_stores_t;
 
 /* The way for the next large copy; *trial says it is a trial of the other way. */
@@ -38,6 +46,9 @@ int wt_util_stores_pick(wt_util_stores_t *w, int *trial);
 /* The same where the cores' placement is far (1), near (0) or unknown (-1): near means
  * plain stores under AUTO, with no trial; far and unknown leave it to timing. */
 int wt_util_stores_pick_placed(wt_util_stores_t *w, int far, int *trial);
+/* The way for a copy of len bytes below WT_UTIL_STORES_MIN_COPY where the placement is far
+ * (1), near (0) or unknown (-1): streaming (1) only under AUTO, from _FAR_MIN, far. */
+int wt_util_stores_pick_mid(const wt_util_stores_t *w, size_t len, int far);
 /* The copy picked so (*trial as pick said) took ns to write bytes. */
 void wt_util_stores_done(wt_util_stores_t *w, int trial, uint64_t bytes, uint64_t ns);
 
@@ -47,8 +58,9 @@ weft_status_t wt_util_stores_setting(int *forced, char *err, size_t errlen);
 
 /* Copy the pieces (len bytes in all, no overlap) one after the other to dst, the way w
  * picks (with the process's placement, wt_util_place_far_now), timed, stores ordered before return
- * (so a release store after it publishes them). Below WT_UTIL_STORES_MIN_COPY, or with w NULL:
- * plain (wt_util_copy). Returns 1 when w changed its way on this copy. */
+ * (so a release store after it publishes them). Below WT_UTIL_STORES_MIN_COPY: the way
+ * pick_mid says, untimed, with the placement read every WT_UTIL_STORES_FAR_EVERY such
+ * copies; with w NULL: plain (wt_util_copy). Returns 1 when w changed its way on this copy. */
 int wt_util_stores_copyv(wt_util_stores_t *w, void *dst, const struct iovec *iov, int iovcnt,
 			 size_t len);
 /* The same for one buffer. */

@@ -9,7 +9,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "lib/util/place.h"
 #include "lib/util/stores.h"
+#include "lib/util/time.h"
 
 #define FRAME (256u << 10)
 
@@ -331,6 +333,66 @@ static void test_placement(void **state)
 	assert_int_equal(wt_util_stores_pick_placed(&w, 1, &trial), 0);
 }
 
+/* Copies of FAR_MIN up to MIN_COPY bytes: streaming under AUTO only where the cores are
+ * known to be far, plain otherwise, and the placement read every FAR_EVERY such copies. */
+static void test_mid_copies(void **state)
+{
+	enum { MID = 8192 };
+	wt_util_place_t *pl = wt_util_place_self();
+	uint8_t *src = malloc(WT_UTIL_STORES_MIN_COPY), *dst = malloc(WT_UTIL_STORES_MIN_COPY);
+	wt_util_stores_t w = {0};
+	uint64_t now;
+
+	(void)state;
+	assert_true(src && dst);
+	for (int f = WT_UTIL_STORES_AUTO; f <= WT_UTIL_STORES_TIMED; f++) {
+		w = (wt_util_stores_t){.forced = f};
+		int a = f == WT_UTIL_STORES_AUTO;
+
+		assert_int_equal(wt_util_stores_pick_mid(&w, WT_UTIL_STORES_FAR_MIN, 1), a);
+		assert_int_equal(wt_util_stores_pick_mid(&w, WT_UTIL_STORES_MIN_COPY - 1, 1), a);
+		assert_int_equal(wt_util_stores_pick_mid(&w, WT_UTIL_STORES_FAR_MIN - 1, 1), 0);
+		assert_int_equal(wt_util_stores_pick_mid(&w, WT_UTIL_STORES_MIN_COPY, 1), 0);
+		assert_int_equal(wt_util_stores_pick_mid(&w, MID, 0), 0);
+		assert_int_equal(wt_util_stores_pick_mid(&w, MID, -1), 0);
+	}
+	/* the process's placement made far: our samples and the peers' mean at 250 ns */
+	wt_util_place_init(pl);
+	now = wt_util_time_ns();
+	for (unsigned i = 0; i < WT_UTIL_PLACE_MIN_SAMPLES; i++)
+		wt_util_place_sample(pl, 250, now);
+	wt_util_place_set_host(pl, 250, 1, now);
+	assert_int_equal(wt_util_place_far_now(), 1);
+	w = (wt_util_stores_t){.forced = WT_UTIL_STORES_AUTO};
+	for (unsigned i = 0; i < WT_UTIL_STORES_FAR_EVERY; i++) {
+		for (size_t j = 0; j < MID; j++)
+			src[j] = (uint8_t)(i * 7 + j * 13);
+		memset(dst, 0xee, MID + 64);
+		wt_util_stores_copy(&w, dst, src, MID);
+		assert_memory_equal(dst, src, MID);
+		assert_int_equal(dst[MID], 0xee);
+		/* small ones stay plain, and do not count as such copies */
+		wt_util_stores_copy(&w, dst, src, WT_UTIL_STORES_FAR_MIN - 1);
+	}
+	assert_int_equal(w.mid_streamed, WT_UTIL_STORES_FAR_EVERY);
+	assert_int_equal(w.timed + w.nrecent + w.switches, 0);
+	/* near now (the peers' mean at 20 ns, ours still 250: the mean, 135, is below the line at
+	 * 140): the next copy reads it again and goes plain */
+	wt_util_place_set_host(pl, 20, 1, wt_util_time_ns());
+	assert_int_equal(wt_util_place_far_now(), 0);
+	wt_util_stores_copy(&w, dst, src, MID);
+	assert_memory_equal(dst, src, MID);
+	assert_int_equal(w.mid_streamed, WT_UTIL_STORES_FAR_EVERY);
+	/* forced ways keep small copies plain whatever the placement */
+	wt_util_place_set_host(pl, 250, 1, wt_util_time_ns());
+	w = (wt_util_stores_t){.forced = WT_UTIL_STORES_TIMED};
+	wt_util_stores_copy(&w, dst, src, MID);
+	assert_int_equal(w.mid_streamed, 0);
+	wt_util_place_init(pl);
+	free(src);
+	free(dst);
+}
+
 static void test_setting(void **state)
 {
 	static const char *const bad[] = {"nt", "Stream", "plain ", "auto1", "1"};
@@ -376,6 +438,7 @@ int main(void)
 	    cmocka_unit_test(test_zero_time_frame),
 	    cmocka_unit_test(test_copy_each_way),
 	    cmocka_unit_test(test_placement),
+	    cmocka_unit_test(test_mid_copies),
 	    cmocka_unit_test(test_setting),
 	};
 
