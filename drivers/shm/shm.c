@@ -1167,6 +1167,7 @@ static int place_share(wt_link_t *l, uint64_t now)
 
 	atomic_store_explicit(&l->hdr->place, own ? wt_util_place_word(own, now) : 0,
 			      memory_order_relaxed);
+	wt_util_place_shared(pl, own);
 	for (int i = 0; i < l->nactive; i++) {
 		struct shm_peer *p = &l->peers[l->active[i]];
 		uint32_t ns;
@@ -1459,6 +1460,9 @@ static void shm_slot_wake(wt_link_t *l, const int *peers, int npeers)
 
 	if (l == NULL || peers == NULL)
 		return;
+	/* calls of slots alone never poll, where placement is shared otherwise */
+	if (l->place_on && wt_util_place_take_want(wt_util_place_self()))
+		place_due(l, wt_util_time_ns());
 	if (fenced)
 		atomic_thread_fence(memory_order_seq_cst);
 	for (int i = 0; i < npeers; i++) {

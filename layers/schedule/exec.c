@@ -419,7 +419,7 @@ int wt_sched_slot_released(const void *peer_region, const void *own_region, size
 #define SLOT_SIG_OFF 8u
 #define SLOT_COUNT_OFF 16u
 /* and, for a publish of WT_UTIL_STORES_MIN_COPY bytes or more and every 8th of
- * WT_UTIL_STORES_FAR_MIN or more, its clock just before the flag (0 otherwise): a sample of the
+ * WT_UTIL_STORES_MID_MIN or more, its clock just before the flag (0 otherwise): a sample of the
  * cores' placement for its readers (slot_stamp_seen) */
 #define SLOT_STAMP_OFF 24u
 _Static_assert(SLOT_STAMP_OFF + sizeof(uint64_t) <= WT_SCHED_SLOT_HDR, "slot header");
@@ -640,7 +640,7 @@ static void slot_publish_words(wt_sched_exec_t *ex, uint64_t seq, size_t len)
 	 * (a clock read is a tenth of a 4 KiB publish), so slot-only traffic keeps it known */
 	atomic_store_explicit(word_at(ex, ex->rank, ready + SLOT_STAMP_OFF),
 			      len >= WT_UTIL_STORES_MIN_COPY ||
-				      (len >= WT_UTIL_STORES_FAR_MIN && seq % 8 == 0)
+				      (len >= WT_UTIL_STORES_MID_MIN && seq % 8 == 0)
 				  ? wt_util_time_ns()
 				  : 0,
 			      memory_order_relaxed);

@@ -6,17 +6,6 @@
 
 #define NONE UINT32_MAX
 
-void wt_util_place_init(wt_util_place_t *p)
-{
-	atomic_init(&p->cur_min, NONE);
-	atomic_init(&p->cur_n, 0);
-	atomic_init(&p->prev_min, NONE);
-	atomic_init(&p->last_ns, 0);
-	atomic_init(&p->host_mean, 0);
-	atomic_init(&p->host_n, 0);
-	atomic_init(&p->host_ns, 0);
-}
-
 static uint32_t ld32(const _Atomic uint32_t *a)
 {
 	return atomic_load_explicit(a, memory_order_relaxed);
@@ -27,9 +16,44 @@ static uint64_t ld64(const _Atomic uint64_t *a)
 	return atomic_load_explicit(a, memory_order_relaxed);
 }
 
+void wt_util_place_init(wt_util_place_t *p)
+{
+	atomic_init(&p->cur_min, NONE);
+	atomic_init(&p->cur_n, 0);
+	atomic_init(&p->prev_min, NONE);
+	atomic_init(&p->last_ns, 0);
+	atomic_init(&p->host_mean, 0);
+	atomic_init(&p->host_n, 0);
+	atomic_init(&p->host_ns, 0);
+	atomic_init(&p->want, 0);
+	atomic_init(&p->pub_own, 0);
+}
+
+void wt_util_place_shared(wt_util_place_t *p, uint32_t ns)
+{
+	atomic_store_explicit(&p->pub_own, ns, memory_order_relaxed);
+}
+
+/* The peers' estimates are old, or missing for a millisecond: ask for a share (a store
+ * only on a change: the line is read on every slot wake-up). */
+static void want_if_stale(wt_util_place_t *p, uint64_t now)
+{
+	uint64_t age = now - atomic_load_explicit(&p->host_ns, memory_order_relaxed);
+
+	if (age > (ld32(&p->host_n) ? WT_UTIL_PLACE_SHARE_NS : 1000000u) &&
+	    !atomic_load_explicit(&p->want, memory_order_relaxed))
+		atomic_store_explicit(&p->want, 1, memory_order_relaxed);
+}
+
+int wt_util_place_take_want(wt_util_place_t *p)
+{
+	return atomic_load_explicit(&p->want, memory_order_relaxed) &&
+	       atomic_exchange_explicit(&p->want, 0, memory_order_relaxed);
+}
+
 void wt_util_place_sample(wt_util_place_t *p, uint64_t ns, uint64_t now)
 {
-	uint32_t n;
+	uint32_t n, own, pub;
 
 	if (ns > WT_UTIL_PLACE_MAX_SAMPLE_NS)
 		return;
@@ -42,6 +66,17 @@ void wt_util_place_sample(wt_util_place_t *p, uint64_t ns, uint64_t now)
 		atomic_store_explicit(&p->cur_n, 0, memory_order_relaxed);
 	}
 	atomic_store_explicit(&p->last_ns, now, memory_order_relaxed);
+	/* an estimate of ours that the peers have not seen asks for a share too: a new one, or
+	 * one moved by more than a third (the first samples after start-up run high) */
+	own = wt_util_place_own(p, now);
+	pub = ld32(&p->pub_own);
+	if (own != 0 && (pub == 0 || (uint64_t)own * 3 > (uint64_t)pub * 4 ||
+			 (uint64_t)own * 4 < (uint64_t)pub * 3)) {
+		if (!atomic_load_explicit(&p->want, memory_order_relaxed))
+			atomic_store_explicit(&p->want, 1, memory_order_relaxed);
+	} else {
+		want_if_stale(p, now);
+	}
 }
 
 uint32_t wt_util_place_own(const wt_util_place_t *p, uint64_t now)
@@ -69,9 +104,24 @@ int wt_util_place_far(const wt_util_place_t *p, uint64_t now)
 {
 	uint64_t own = wt_util_place_own(p, now), n = ld32(&p->host_n);
 
-	if (own == 0 || n == 0 || now - ld64(&p->host_ns) > WT_UTIL_PLACE_TTL_NS)
-		return -1;
-	return (own + n * ld32(&p->host_mean)) / (n + 1) > WT_UTIL_PLACE_FAR_NS;
+	if (n != 0 && now - ld64(&p->host_ns) > WT_UTIL_PLACE_TTL_NS)
+		n = 0;
+	if (own != 0 && n != 0)
+		return (own + n * ld32(&p->host_mean)) / (n + 1) > WT_UTIL_PLACE_FAR_NS;
+	/* one side's view alone: far only beyond any clock offset */
+	if (own != 0 || n != 0)
+		return (own ? own : ld32(&p->host_mean)) > WT_UTIL_PLACE_FAR_ONE_NS ? 1 : -1;
+	return -1;
+}
+
+int wt_util_place_near_any(const wt_util_place_t *p, uint64_t now)
+{
+	uint32_t own = wt_util_place_own(p, now), host = ld32(&p->host_mean);
+
+	if (ld32(&p->host_n) == 0 || now - ld64(&p->host_ns) > WT_UTIL_PLACE_TTL_NS)
+		host = 0;
+	return (own != 0 && own <= WT_UTIL_PLACE_FAR_NS) ||
+	       (host != 0 && host <= WT_UTIL_PLACE_FAR_NS);
 }
 
 uint64_t wt_util_place_word(uint32_t ns, uint64_t now)
@@ -98,5 +148,16 @@ wt_util_place_t *wt_util_place_self(void)
 
 int wt_util_place_far_now(void)
 {
-	return wt_util_place_far(&self, wt_util_time_ns());
+	uint64_t now = wt_util_time_ns();
+
+	want_if_stale(&self, now);
+	return wt_util_place_far(&self, now);
+}
+
+int wt_util_place_near_any_now(void)
+{
+	uint64_t now = wt_util_time_ns();
+
+	want_if_stale(&self, now);
+	return wt_util_place_near_any(&self, now);
 }

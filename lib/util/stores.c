@@ -18,13 +18,18 @@
  * do not favour streaming at every size (2-rank broadcast of 256 KiB: 16-18 us as timing
  * chose, 22-25 streamed), so there timing stays.
  *
- * Copies of 4 to 32 KiB (eager frames, the fragments of a stream, slot publishes) are not
- * timed: plain where the placement is near or unknown, streaming where it is known to be
- * far. Far, in one process alternating the ways per block of calls, plain / streaming, 2
- * ranks: allgather of 16 KiB (8 KiB blocks) 5.7-6.3 / 2.0-2.5 us, of 8 KiB 1.9-3.1 / 1.5-1.6,
- * broadcast of 8 KiB 3.6-5.1 / 1.3-1.4, alltoall of 16 KiB 4.8-6.2 / 1.9-2.3, allreduce of
- * 16 KiB 9.1-12.4 / 6.0-6.8; near, the other way round by 10-25% (broadcast of 8 KiB 1.03 /
- * 1.30, allreduce of 16 KiB 3.99 / 4.97); at 2 KiB neither way won.
+ * Copies of 4 to 32 KiB (eager frames, the fragments of a stream, slot publishes) go by
+ * plain stores while those run fast and by streaming ones while they do not: one plain copy
+ * in 8 is timed, two slower than 4 GB/s in a row switch (near, a plain 8 KiB publish took
+ * 0.7-1.2 us; far, 2.3-2.7). Back, at every 64th: where either side's estimate of the
+ * placement says near (a plain trial right after streamed copies ran at 2 GB/s near too,
+ * so a trial cannot tell), else after a plain trial faster than that. Far, in one process
+ * alternating the ways per block of calls, plain / streaming, 2 ranks: allgather of 16 KiB
+ * (8 KiB blocks) 5.7-6.3 / 2.0-2.5 us, of 8 KiB 1.9-3.1 / 1.5-1.6, broadcast of 8 KiB 3.6-5.1
+ * / 1.3-1.4, alltoall of 16 KiB 4.8-6.2 / 1.9-2.3, allreduce of 16 KiB 9.1-12.4 / 6.0-6.8;
+ * near, the other way round by 10-25% (broadcast of 8 KiB 1.03 / 1.30, allreduce of 16 KiB
+ * 3.99 / 4.97); at 2 KiB neither way won. The placement alone could not decide: a rank that
+ * always comes late to an exchange samples seldom and estimated near cores at 260-440 ns.
  *
  * Otherwise the producer times its large frames: the way in use, and every so often one frame
  * the other way (a trial). It switches ways once a trial runs at more than 1.5 times the
@@ -87,27 +92,37 @@ int wt_util_stores_pick_placed(wt_util_stores_t *w, int far, int *trial)
 	return w->nt;
 }
 
-int wt_util_stores_pick_mid(const wt_util_stores_t *w, size_t len, int far)
+int wt_util_stores_pick_mid(wt_util_stores_t *w, size_t len, int *timed)
 {
-	return w->forced == WT_UTIL_STORES_AUTO && len >= WT_UTIL_STORES_FAR_MIN &&
-	       len < WT_UTIL_STORES_MIN_COPY && far == 1;
+	*timed = 0;
+	if (w->forced != WT_UTIL_STORES_AUTO || len < WT_UTIL_STORES_MID_MIN ||
+	    len >= WT_UTIL_STORES_MIN_COPY)
+		return 0;
+	w->mid_n++;
+	if (w->mid_n % (w->mid_nt ? WT_UTIL_STORES_MID_TRIAL : WT_UTIL_STORES_MID_EVERY) == 0) {
+		/* a plain trial right after streamed copies runs slow even with the cores near
+		 * (2 GB/s for 8 KiB), so near by either side's view ends streaming at once */
+		if (w->mid_nt && wt_util_place_near_any_now()) {
+			w->mid_nt = 0;
+			w->mid_slow = 0;
+			return 0;
+		}
+		*timed = 1;
+		return 0;
+	}
+	w->mid_streamed += (uint64_t)w->mid_nt;
+	return w->mid_nt;
 }
 
-/* pick_mid with the process's placement, read again every WT_UTIL_STORES_FAR_EVERY copies:
- * a clock read is a tenth of a 4 KiB copy's time, and the vCPUs move seconds apart. */
-static int mid_way(wt_util_stores_t *w, size_t len)
+void wt_util_stores_mid_done(wt_util_stores_t *w, size_t len, uint64_t ns)
 {
-	if (w->forced != WT_UTIL_STORES_AUTO || len < WT_UTIL_STORES_FAR_MIN)
-		return 0;
-	if (w->mid_left == 0) {
-		w->mid_far = wt_util_place_far_now();
-		w->mid_left = WT_UTIL_STORES_FAR_EVERY;
+	if ((uint64_t)len < ns * WT_UTIL_STORES_MID_SLOW) {
+		if (++w->mid_slow >= 2)
+			w->mid_nt = 1;
+	} else {
+		w->mid_slow = 0;
+		w->mid_nt = 0;
 	}
-	w->mid_left--;
-	if (!wt_util_stores_pick_mid(w, len, w->mid_far))
-		return 0;
-	w->mid_streamed++;
-	return 1;
 }
 
 int wt_util_stores_pick(wt_util_stores_t *w, int *trial)
@@ -206,7 +221,16 @@ int wt_util_stores_copyv(wt_util_stores_t *w, void *dst, const struct iovec *iov
 	uint64_t t0, switches;
 
 	if (w == NULL || len < WT_UTIL_STORES_MIN_COPY) {
-		copy_pieces(dst, iov, iovcnt, w != NULL && mid_way(w, len));
+		int timed = 0;
+
+		way = w != NULL ? wt_util_stores_pick_mid(w, len, &timed) : 0;
+		if (!timed) {
+			copy_pieces(dst, iov, iovcnt, way);
+			return 0;
+		}
+		t0 = wt_util_time_ns();
+		copy_pieces(dst, iov, iovcnt, 0);
+		wt_util_stores_mid_done(w, len, wt_util_time_ns() - t0);
 		return 0;
 	}
 	switches = w->switches;
@@ -223,7 +247,7 @@ void wt_util_stores_copy(wt_util_stores_t *w, void *dst, const void *src, size_t
 	struct iovec iov = {(void *)(uintptr_t)src, len};
 
 	/* The usual small copy without building pieces to walk (a slot call's few bytes). */
-	if (w == NULL || len < WT_UTIL_STORES_FAR_MIN) {
+	if (w == NULL || len < WT_UTIL_STORES_MID_MIN) {
 		wt_util_copy(dst, src, len);
 		return;
 	}

@@ -12,11 +12,17 @@
 
 /* Copies from this size are timed; smaller ones use plain stores, except as below. */
 #define WT_UTIL_STORES_MIN_COPY (32u << 10)
-/* Under AUTO, copies from this size up to _MIN_COPY take streaming stores, untimed, where
- * the cores are known to be far (lib/util/place.h), and plain ones otherwise. */
-#define WT_UTIL_STORES_FAR_MIN (4u << 10)
-/* Such copies read the process's placement again after this many of them. */
-#define WT_UTIL_STORES_FAR_EVERY 64u
+/* Under AUTO, copies from this size up to _MIN_COPY take plain stores while those run fast
+ * and streaming ones while they do not (wt_util_stores_pick_mid). */
+#define WT_UTIL_STORES_MID_MIN (4u << 10)
+/* Plain such copies are timed one in this many; while streaming, one in _MID_TRIAL is a
+ * timed plain trial. */
+#define WT_UTIL_STORES_MID_EVERY 8u
+#define WT_UTIL_STORES_MID_TRIAL 64u
+/* A plain such copy slower than this many bytes per ns is slow; two timed ones in a row
+ * switch to streaming; at a trial, cores near by either side's view (wt_util_place_near_any)
+ * or a fast plain copy switch back. */
+#define WT_UTIL_STORES_MID_SLOW 4u
 /* Large copies between trials of the other way: from _TRIAL_MIN, doubling after each
  * trial that keeps the way, up to _TRIAL_MAX; a switch starts over. */
 #define WT_UTIL_STORES_TRIAL_MIN 4u
@@ -36,9 +42,10 @@ typedef struct {
 	uint32_t recent[WT_UTIL_STORES_RECENT]; /* bytes/us of the last frames of the way in use */
 	uint32_t nrecent;			/* frames written into recent, mod its size */
 	uint64_t switches;			/* times the way changed */
-	uint64_t mid_streamed;			/* copies of FAR_MIN.._MIN_COPY streamed */
-	int mid_far;				/* the placement for those: 1 far */
-	uint32_t mid_left;			/* such copies until it is read again */
+	uint64_t mid_streamed;			/* copies of MID_MIN.._MIN_COPY streamed */
+	uint64_t mid_n;				/* such copies picked */
+	int mid_nt;				/* their way: 1 streaming */
+	uint32_t mid_slow;			/* slow timed plain ones in a row */
 } wt_util_stores_t;
 
 /* The way for the next large copy; *trial says it is a trial of the other way. */
@@ -46,9 +53,12 @@ int wt_util_stores_pick(wt_util_stores_t *w, int *trial);
 /* The same where the cores' placement is far (1), near (0) or unknown (-1): near means
  * plain stores under AUTO, with no trial; far and unknown leave it to timing. */
 int wt_util_stores_pick_placed(wt_util_stores_t *w, int far, int *trial);
-/* The way for a copy of len bytes below WT_UTIL_STORES_MIN_COPY where the placement is far
- * (1), near (0) or unknown (-1): streaming (1) only under AUTO, from _FAR_MIN, far. */
-int wt_util_stores_pick_mid(const wt_util_stores_t *w, size_t len, int far);
+/* The way for a copy of len bytes below WT_UTIL_STORES_MIN_COPY (1 streaming), and in
+ * *timed whether to time it (then it is plain): only under AUTO and from _MID_MIN, else
+ * plain, untimed. */
+int wt_util_stores_pick_mid(wt_util_stores_t *w, size_t len, int *timed);
+/* A copy that pick_mid said to time took ns to write len bytes. */
+void wt_util_stores_mid_done(wt_util_stores_t *w, size_t len, uint64_t ns);
 /* The copy picked so (*trial as pick said) took ns to write bytes. */
 void wt_util_stores_done(wt_util_stores_t *w, int trial, uint64_t bytes, uint64_t ns);
 
@@ -59,8 +69,8 @@ weft_status_t wt_util_stores_setting(int *forced, char *err, size_t errlen);
 /* Copy the pieces (len bytes in all, no overlap) one after the other to dst, the way w
  * picks (with the process's placement, wt_util_place_far_now), timed, stores ordered before return
  * (so a release store after it publishes them). Below WT_UTIL_STORES_MIN_COPY: the way
- * pick_mid says, untimed, with the placement read every WT_UTIL_STORES_FAR_EVERY such
- * copies; with w NULL: plain (wt_util_copy). Returns 1 when w changed its way on this copy. */
+ * pick_mid says; with w NULL: plain (wt_util_copy). Returns 1 when w changed its way on
+ * this copy (a large one). */
 int wt_util_stores_copyv(wt_util_stores_t *w, void *dst, const struct iovec *iov, int iovcnt,
 			 size_t len);
 /* The same for one buffer. */

@@ -35,11 +35,25 @@ static void test_unknown_until_samples_and_peers(void **state)
 	assert_int_equal(wt_util_place_own(&p, now), 60);
 	/* ours alone is not enough: the clocks' offset is in it */
 	assert_int_equal(wt_util_place_far(&p, now), -1);
+	/* unless it is far beyond any offset, and then it says far, never near */
+	feed(&p, WT_UTIL_PLACE_FAR_ONE_NS + 1, WT_UTIL_PLACE_EPOCH, &now);
+	feed(&p, WT_UTIL_PLACE_FAR_ONE_NS + 1, WT_UTIL_PLACE_EPOCH, &now);
+	assert_int_equal(wt_util_place_own(&p, now), WT_UTIL_PLACE_FAR_ONE_NS + 1);
+	assert_int_equal(wt_util_place_far(&p, now), 1);
+	wt_util_place_init(&p);
+	feed(&p, 60, WT_UTIL_PLACE_MIN_SAMPLES, &now);
 	wt_util_place_set_host(&p, 80, 1, now);
 	assert_int_equal(wt_util_place_far(&p, now), 0);
-	/* peers' estimates without ours: unknown (a broadcast's root) */
+	/* peers' estimates without ours (a broadcast's root): unknown, or far beyond the
+	 * offset */
 	wt_util_place_init(&p);
 	wt_util_place_set_host(&p, 80, 3, now);
+	assert_int_equal(wt_util_place_far(&p, now), -1);
+	wt_util_place_set_host(&p, WT_UTIL_PLACE_FAR_ONE_NS, 1, now);
+	assert_int_equal(wt_util_place_far(&p, now), -1);
+	wt_util_place_set_host(&p, WT_UTIL_PLACE_FAR_ONE_NS + 1, 1, now);
+	assert_int_equal(wt_util_place_far(&p, now), 1);
+	now += WT_UTIL_PLACE_TTL_NS + 1;
 	assert_int_equal(wt_util_place_far(&p, now), -1);
 }
 
@@ -128,6 +142,80 @@ static void test_moves_and_expiry(void **state)
 	assert_int_equal(wt_util_place_far(&p, now), -1);
 }
 
+/* A share is asked for when the peers' estimates are missing (for a millisecond) or old,
+ * and when our own estimate is known but not shared, or moved by more than a third from
+ * what was; taking the request clears it. */
+static void test_want(void **state)
+{
+	wt_util_place_t p;
+	uint64_t now = T0;
+
+	(void)state;
+	wt_util_place_init(&p);
+	assert_int_equal(wt_util_place_take_want(&p), 0);
+	/* no peers' estimates: the first sample asks */
+	feed(&p, 60, 1, &now);
+	assert_int_equal(wt_util_place_take_want(&p), 1);
+	assert_int_equal(wt_util_place_take_want(&p), 0);
+	/* the peers shared nothing yet (n 0) a moment ago: asked again after 1 ms */
+	wt_util_place_set_host(&p, 0, 0, now);
+	feed(&p, 60, 1, &now);
+	assert_int_equal(wt_util_place_take_want(&p), 0);
+	now += MS;
+	feed(&p, 60, 1, &now);
+	assert_int_equal(wt_util_place_take_want(&p), 1);
+	/* fresh peers' estimates: no request, until ours becomes known */
+	wt_util_place_set_host(&p, 80, 1, now);
+	feed(&p, 60, WT_UTIL_PLACE_MIN_SAMPLES - 4, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 0);
+	assert_int_equal(wt_util_place_take_want(&p), 0);
+	feed(&p, 60, 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 60);
+	assert_int_equal(wt_util_place_take_want(&p), 1);
+	/* until it is shared, every sample asks */
+	feed(&p, 60, 1, &now);
+	assert_int_equal(wt_util_place_take_want(&p), 1);
+	wt_util_place_shared(&p, 60);
+	feed(&p, 60, 2, &now);
+	assert_int_equal(wt_util_place_take_want(&p), 0);
+	/* moved by a third or less: no; by more: shared again */
+	feed(&p, 46, 1, &now);
+	assert_int_equal(wt_util_place_take_want(&p), 0);
+	feed(&p, 44, 1, &now);
+	assert_int_equal(wt_util_place_take_want(&p), 1);
+	wt_util_place_shared(&p, 44);
+	/* the peers' estimates grow old: asked again */
+	now += WT_UTIL_PLACE_SHARE_NS;
+	feed(&p, 60, 1, &now);
+	assert_int_equal(wt_util_place_take_want(&p), 1);
+}
+
+/* Near by either side's view: the least known fresh estimate at or below the line. */
+static void test_near_any(void **state)
+{
+	wt_util_place_t p;
+	uint64_t now = T0;
+
+	(void)state;
+	wt_util_place_init(&p);
+	assert_int_equal(wt_util_place_near_any(&p, now), 0);
+	/* a late rank's high estimate with its peer's near one: near */
+	feed(&p, 300, WT_UTIL_PLACE_MIN_SAMPLES, &now);
+	assert_int_equal(wt_util_place_near_any(&p, now), 0);
+	wt_util_place_set_host(&p, 90, 1, now);
+	assert_int_equal(wt_util_place_near_any(&p, now), 1);
+	assert_int_equal(wt_util_place_far(&p, now), 1); /* the mean says far */
+	/* the peers' view alone, and ours alone */
+	wt_util_place_set_host(&p, WT_UTIL_PLACE_FAR_NS + 1, 1, now);
+	assert_int_equal(wt_util_place_near_any(&p, now), 0);
+	wt_util_place_init(&p);
+	feed(&p, WT_UTIL_PLACE_FAR_NS, WT_UTIL_PLACE_MIN_SAMPLES, &now);
+	assert_int_equal(wt_util_place_near_any(&p, now), 1);
+	/* stale: not near */
+	now += WT_UTIL_PLACE_TTL_NS + 1;
+	assert_int_equal(wt_util_place_near_any(&p, now), 0);
+}
+
 static void test_words(void **state)
 {
 	uint64_t now = T0, w;
@@ -150,6 +238,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_unknown_until_samples_and_peers),
+	    cmocka_unit_test(test_want),
+	    cmocka_unit_test(test_near_any),
 	    cmocka_unit_test(test_least_sample_and_dropped_ones),
 	    cmocka_unit_test(test_mean_cancels_clock_offset),
 	    cmocka_unit_test(test_moves_and_expiry),

@@ -333,64 +333,113 @@ static void test_placement(void **state)
 	assert_int_equal(wt_util_stores_pick_placed(&w, 1, &trial), 0);
 }
 
-/* Copies of FAR_MIN up to MIN_COPY bytes: streaming under AUTO only where the cores are
- * known to be far, plain otherwise, and the placement read every FAR_EVERY such copies. */
+/* ns for a copy of len bytes at gbps. */
+static uint64_t mid_ns(size_t len, double gbps)
+{
+	return (uint64_t)((double)len / gbps);
+}
+
+/* n copies of len bytes through pick_mid, plain ones timed at plain_gbps; returns how
+ * many were streamed. */
+static unsigned mid_run(wt_util_stores_t *w, size_t len, unsigned n, double plain_gbps)
+{
+	unsigned nt = 0;
+	int timed;
+
+	for (unsigned i = 0; i < n; i++) {
+		int way = wt_util_stores_pick_mid(w, len, &timed);
+
+		if (timed) {
+			assert_int_equal(way, 0);
+			wt_util_stores_mid_done(w, len, mid_ns(len, plain_gbps));
+		}
+		nt += (unsigned)way;
+	}
+	return nt;
+}
+
+/* Copies of MID_MIN up to MIN_COPY bytes under AUTO: plain while timed plain ones run at
+ * MID_SLOW bytes per ns or faster (one in MID_EVERY timed), streaming after two slow ones
+ * in a row, back to plain after a fast trial (one in MID_TRIAL); smaller, larger and
+ * forced ones are never picked so, and the copy itself lands the bytes. */
 static void test_mid_copies(void **state)
 {
 	enum { MID = 8192 };
-	wt_util_place_t *pl = wt_util_place_self();
-	uint8_t *src = malloc(WT_UTIL_STORES_MIN_COPY), *dst = malloc(WT_UTIL_STORES_MIN_COPY);
 	wt_util_stores_t w = {0};
-	uint64_t now;
+	int timed;
 
 	(void)state;
-	assert_true(src && dst);
-	for (int f = WT_UTIL_STORES_AUTO; f <= WT_UTIL_STORES_TIMED; f++) {
-		w = (wt_util_stores_t){.forced = f};
-		int a = f == WT_UTIL_STORES_AUTO;
+	/* near: 25 GB/s plain, no streaming, one in MID_EVERY timed */
+	assert_int_equal(mid_run(&w, MID, 8 * WT_UTIL_STORES_MID_EVERY, 25), 0);
+	assert_int_equal(w.mid_nt, 0);
+	/* far: 3 GB/s plain: two timed ones slow, then streaming */
+	assert_int_equal(mid_run(&w, MID, 2 * WT_UTIL_STORES_MID_EVERY, 3), 0);
+	assert_int_equal(w.mid_nt, 1);
+	/* streaming, with a plain trial every MID_TRIAL that stays slow */
+	assert_int_equal(mid_run(&w, MID, 4 * WT_UTIL_STORES_MID_TRIAL, 3),
+			 4 * (WT_UTIL_STORES_MID_TRIAL - 1));
+	assert_int_equal(w.mid_streamed, 4 * (WT_UTIL_STORES_MID_TRIAL - 1));
+	/* near again: the next trial is fast, plain from there */
+	assert_true(mid_run(&w, MID, WT_UTIL_STORES_MID_TRIAL, 25) < WT_UTIL_STORES_MID_TRIAL);
+	assert_int_equal(w.mid_nt, 0);
+	assert_int_equal(mid_run(&w, MID, WT_UTIL_STORES_MID_TRIAL, 25), 0);
+	/* streaming again, and the cores near by one side's view: streaming ends at the next
+	 * trial's turn, whatever the plain copies cost */
+	assert_int_equal(mid_run(&w, MID, 2 * WT_UTIL_STORES_MID_EVERY, 3), 0);
+	assert_int_equal(w.mid_nt, 1);
+	wt_util_place_set_host(wt_util_place_self(), 60, 1, wt_util_time_ns());
+	{
+		unsigned k = 0;
 
-		assert_int_equal(wt_util_stores_pick_mid(&w, WT_UTIL_STORES_FAR_MIN, 1), a);
-		assert_int_equal(wt_util_stores_pick_mid(&w, WT_UTIL_STORES_MIN_COPY - 1, 1), a);
-		assert_int_equal(wt_util_stores_pick_mid(&w, WT_UTIL_STORES_FAR_MIN - 1, 1), 0);
-		assert_int_equal(wt_util_stores_pick_mid(&w, WT_UTIL_STORES_MIN_COPY, 1), 0);
-		assert_int_equal(wt_util_stores_pick_mid(&w, MID, 0), 0);
-		assert_int_equal(wt_util_stores_pick_mid(&w, MID, -1), 0);
+		while (w.mid_nt && k++ < WT_UTIL_STORES_MID_TRIAL) {
+			wt_util_stores_pick_mid(&w, MID, &timed);
+			assert_int_equal(timed, 0); /* no trial needed */
+		}
+		assert_true(k <= WT_UTIL_STORES_MID_TRIAL);
+		assert_int_equal(w.mid_nt, 0);
 	}
-	/* the process's placement made far: our samples and the peers' mean at 250 ns */
-	wt_util_place_init(pl);
-	now = wt_util_time_ns();
-	for (unsigned i = 0; i < WT_UTIL_PLACE_MIN_SAMPLES; i++)
-		wt_util_place_sample(pl, 250, now);
-	wt_util_place_set_host(pl, 250, 1, now);
-	assert_int_equal(wt_util_place_far_now(), 1);
-	w = (wt_util_stores_t){.forced = WT_UTIL_STORES_AUTO};
-	for (unsigned i = 0; i < WT_UTIL_STORES_FAR_EVERY; i++) {
-		for (size_t j = 0; j < MID; j++)
-			src[j] = (uint8_t)(i * 7 + j * 13);
-		memset(dst, 0xee, MID + 64);
-		wt_util_stores_copy(&w, dst, src, MID);
-		assert_memory_equal(dst, src, MID);
-		assert_int_equal(dst[MID], 0xee);
-		/* small ones stay plain, and do not count as such copies */
-		wt_util_stores_copy(&w, dst, src, WT_UTIL_STORES_FAR_MIN - 1);
+	wt_util_place_init(wt_util_place_self());
+	/* one slow copy alone (preempted) does not switch */
+	mid_run(&w, MID, WT_UTIL_STORES_MID_EVERY, 3);
+	assert_int_equal(mid_run(&w, MID, 4 * WT_UTIL_STORES_MID_EVERY, 25), 0);
+	assert_int_equal(w.mid_nt, 0);
+	/* sizes outside the band, and forced ways: plain, untimed */
+	w.mid_nt = 1;
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(wt_util_stores_pick_mid(&w, WT_UTIL_STORES_MID_MIN - 1, &timed),
+				 0);
+		assert_int_equal(timed, 0);
+		assert_int_equal(wt_util_stores_pick_mid(&w, WT_UTIL_STORES_MIN_COPY, &timed), 0);
+		assert_int_equal(timed, 0);
 	}
-	assert_int_equal(w.mid_streamed, WT_UTIL_STORES_FAR_EVERY);
-	assert_int_equal(w.timed + w.nrecent + w.switches, 0);
-	/* near now (the peers' mean at 20 ns, ours still 250: the mean, 135, is below the line at
-	 * 140): the next copy reads it again and goes plain */
-	wt_util_place_set_host(pl, 20, 1, wt_util_time_ns());
-	assert_int_equal(wt_util_place_far_now(), 0);
-	wt_util_stores_copy(&w, dst, src, MID);
-	assert_memory_equal(dst, src, MID);
-	assert_int_equal(w.mid_streamed, WT_UTIL_STORES_FAR_EVERY);
-	/* forced ways keep small copies plain whatever the placement */
-	wt_util_place_set_host(pl, 250, 1, wt_util_time_ns());
-	w = (wt_util_stores_t){.forced = WT_UTIL_STORES_TIMED};
-	wt_util_stores_copy(&w, dst, src, MID);
-	assert_int_equal(w.mid_streamed, 0);
-	wt_util_place_init(pl);
-	free(src);
-	free(dst);
+	for (int f = WT_UTIL_STORES_PLAIN; f <= WT_UTIL_STORES_TIMED; f++) {
+		w = (wt_util_stores_t){.forced = f, .mid_nt = 1};
+		for (int i = 0; i < 100; i++) {
+			assert_int_equal(wt_util_stores_pick_mid(&w, MID, &timed), 0);
+			assert_int_equal(timed, 0);
+		}
+	}
+	/* the copy: streamed or plain, timed or not, the bytes land and nothing else moves */
+	{
+		uint8_t *src = malloc(MID), *dst = malloc(MID + 64);
+
+		assert_true(src && dst);
+		for (int nt = 0; nt < 2; nt++) {
+			w = (wt_util_stores_t){.mid_nt = nt};
+			for (unsigned i = 0; i < 2 * WT_UTIL_STORES_MID_EVERY; i++) {
+				for (size_t j = 0; j < MID; j++)
+					src[j] = (uint8_t)(i * 7 + j * 13 + (unsigned)nt);
+				memset(dst, 0xee, MID + 64);
+				wt_util_stores_copy(&w, dst, src, MID);
+				assert_memory_equal(dst, src, MID);
+				for (size_t j = MID; j < MID + 64; j++)
+					assert_int_equal(dst[j], 0xee);
+			}
+			assert_int_equal(w.mid_n, 2 * WT_UTIL_STORES_MID_EVERY);
+		}
+		free(src);
+		free(dst);
+	}
 }
 
 static void test_setting(void **state)
