@@ -34,21 +34,34 @@ void wt_util_place_shared(wt_util_place_t *p, uint32_t ns)
 	atomic_store_explicit(&p->pub_own, ns, memory_order_relaxed);
 }
 
-/* The peers' estimates are old, or missing for a millisecond: ask for a share (a store
- * only on a change: the line is read on every slot wake-up). */
+/* Ask for a share (wt_util_place_take_want): a store only on a change, as the line is read
+ * on every slot wake-up. */
+static void ask_share(wt_util_place_t *p)
+{
+	if (!ld32(&p->want))
+		atomic_store_explicit(&p->want, 1, memory_order_relaxed);
+}
+
+/* The peers' estimates are old, or missing for a millisecond: ask for a share. */
 static void want_if_stale(wt_util_place_t *p, uint64_t now)
 {
-	uint64_t age = now - atomic_load_explicit(&p->host_ns, memory_order_relaxed);
+	if (now - ld64(&p->host_ns) > (ld32(&p->host_n) ? WT_UTIL_PLACE_SHARE_NS : 1000000u))
+		ask_share(p);
+}
 
-	if (age > (ld32(&p->host_n) ? WT_UTIL_PLACE_SHARE_NS : 1000000u) &&
-	    !atomic_load_explicit(&p->want, memory_order_relaxed))
-		atomic_store_explicit(&p->want, 1, memory_order_relaxed);
+/* How many fresh peers' estimates there are at time now (0: none, or older than the TTL),
+ * their mean in *mean. */
+static uint32_t host_fresh(const wt_util_place_t *p, uint64_t now, uint32_t *mean)
+{
+	uint32_t n = ld32(&p->host_n);
+
+	*mean = ld32(&p->host_mean);
+	return n != 0 && now - ld64(&p->host_ns) <= WT_UTIL_PLACE_TTL_NS ? n : 0;
 }
 
 int wt_util_place_take_want(wt_util_place_t *p)
 {
-	return atomic_load_explicit(&p->want, memory_order_relaxed) &&
-	       atomic_exchange_explicit(&p->want, 0, memory_order_relaxed);
+	return ld32(&p->want) && atomic_exchange_explicit(&p->want, 0, memory_order_relaxed);
 }
 
 void wt_util_place_sample(wt_util_place_t *p, uint64_t ns, uint64_t now)
@@ -71,12 +84,10 @@ void wt_util_place_sample(wt_util_place_t *p, uint64_t ns, uint64_t now)
 	own = wt_util_place_own(p, now);
 	pub = ld32(&p->pub_own);
 	if (own != 0 && (pub == 0 || (uint64_t)own * 3 > (uint64_t)pub * 4 ||
-			 (uint64_t)own * 4 < (uint64_t)pub * 3)) {
-		if (!atomic_load_explicit(&p->want, memory_order_relaxed))
-			atomic_store_explicit(&p->want, 1, memory_order_relaxed);
-	} else {
+			 (uint64_t)own * 4 < (uint64_t)pub * 3))
+		ask_share(p);
+	else
 		want_if_stale(p, now);
-	}
 }
 
 uint32_t wt_util_place_own(const wt_util_place_t *p, uint64_t now)
@@ -102,26 +113,23 @@ void wt_util_place_set_host(wt_util_place_t *p, uint32_t mean_ns, uint32_t n, ui
 
 int wt_util_place_far(const wt_util_place_t *p, uint64_t now)
 {
-	uint64_t own = wt_util_place_own(p, now), n = ld32(&p->host_n);
+	uint32_t mean;
+	uint64_t own = wt_util_place_own(p, now), n = host_fresh(p, now, &mean);
 
-	if (n != 0 && now - ld64(&p->host_ns) > WT_UTIL_PLACE_TTL_NS)
-		n = 0;
 	if (own != 0 && n != 0)
-		return (own + n * ld32(&p->host_mean)) / (n + 1) > WT_UTIL_PLACE_FAR_NS;
+		return (own + n * mean) / (n + 1) > WT_UTIL_PLACE_FAR_NS;
 	/* one side's view alone: far only beyond any clock offset */
 	if (own != 0 || n != 0)
-		return (own ? own : ld32(&p->host_mean)) > WT_UTIL_PLACE_FAR_ONE_NS ? 1 : -1;
+		return (own ? own : mean) > WT_UTIL_PLACE_FAR_ONE_NS ? 1 : -1;
 	return -1;
 }
 
 int wt_util_place_near_any(const wt_util_place_t *p, uint64_t now)
 {
-	uint32_t own = wt_util_place_own(p, now), host = ld32(&p->host_mean);
+	uint32_t mean, own = wt_util_place_own(p, now), n = host_fresh(p, now, &mean);
 
-	if (ld32(&p->host_n) == 0 || now - ld64(&p->host_ns) > WT_UTIL_PLACE_TTL_NS)
-		host = 0;
 	return (own != 0 && own <= WT_UTIL_PLACE_FAR_NS) ||
-	       (host != 0 && host <= WT_UTIL_PLACE_FAR_NS);
+	       (n != 0 && mean != 0 && mean <= WT_UTIL_PLACE_FAR_NS);
 }
 
 uint64_t wt_util_place_word(uint32_t ns, uint64_t now)
