@@ -49,6 +49,10 @@ _Static_assert(WT_API_SLOT_STAGGER_LINES * 64 <= WT_API_SLOT_SPACING - WT_API_SL
 #define WT_API_OVERSUB_ALPHA 6.5
 /* ... and plain receives from this size read the sender's buffer by get (channel.c). */
 #define WT_API_OVERSUB_GET_MIN ((size_t)512 << 10)
+/* With a core per rank, messages of an exchange from this size read by get while the
+ * vCPUs are far apart (channel.c rndv_use_get); 32 KiB ones gained nothing so (2-rank
+ * alltoall of 64 KiB far: 8.7 us either way). */
+#define WT_API_FAR_GET_MIN ((size_t)64 << 10)
 /* The pipeline segment of a 2-rank communicator on one host without WEFT_SEG_SIZE
  * (args_init in api.c). */
 #define WT_API_SHM_PAIR_SEG_BYTES ((size_t)1 << 20)

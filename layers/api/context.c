@@ -1156,6 +1156,8 @@ static weft_status_t ctx_connect(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char
 	 * run, but 173-375 against Open MPI's 166-236 in the full run). */
 	if (ctx->oversubscribed)
 		wt_chan_set_get_min(ctx->chan, WT_API_OVERSUB_GET_MIN);
+	else
+		wt_chan_set_far_get_min(ctx->chan, WT_API_FAR_GET_MIN);
 	st = start_progress(ctx, err, errlen);
 	if (st == WEFT_OK)
 		st = init_barrier(ctx, err, errlen);

@@ -15,6 +15,7 @@
 #include "lib/util/dtype.h"
 #include "lib/util/env.h"
 #include "lib/util/log.h"
+#include "lib/util/place.h"
 #include "lib/util/time.h"
 
 #define WT_CHAN_DEFAULT_EAGER 8192
@@ -41,7 +42,8 @@
 enum { L_NONE, L_POSTED, L_START, L_CQ, L_RUN, L_FREE, L_WAIT };
 enum { OP_SEND = 1, OP_RECV = 2, OP_WAIT = 3 };
 enum { SL_FREE, SL_SEND, SL_ZOMBIE, SL_RECV, SL_DISCARD };
-enum { RNDV_STREAM = 0, RNDV_GET = 1, RNDV_AUTO = 2 };
+/* RNDV_FIXED: RNDV_AUTO without the placement's part (WEFT_RNDV_GET=fixed) */
+enum { RNDV_STREAM = 0, RNDV_GET = 1, RNDV_AUTO = 2, RNDV_FIXED = 3 };
 
 struct wt_chan_op {
 	wt_chan_op_t *lprev, *lnext; /* posted queue, start list or completion lists */
@@ -192,11 +194,13 @@ struct wt_chan {
 	void *fail_arg;
 	uint64_t hb_timeout_ns; /* 0: no heartbeats, no silence verdicts */
 	uint64_t hb_interval_ns;
-	uint64_t now;	    /* coarse clock, refreshed by every progress call */
-	uint64_t last_tick; /* when heartbeat bookkeeping last ran */
-	int greet;	    /* a peer was routed: greet it at the next progress call */
-	int rndv_get;	    /* WEFT_RNDV_GET: RNDV_AUTO, or 0 / 1 forced */
-	size_t get_min;	    /* RNDV_AUTO: plain receives from this size by get (0: none) */
+	uint64_t now;	     /* coarse clock, refreshed by every progress call */
+	uint64_t last_tick;  /* when heartbeat bookkeeping last ran */
+	int greet;	     /* a peer was routed: greet it at the next progress call */
+	int rndv_get;	     /* WEFT_RNDV_GET: RNDV_AUTO, or 0 / 1 forced */
+	size_t get_min;	     /* RNDV_AUTO: plain receives from this size by get (0: none) */
+	size_t far_get_min;  /* RNDV_AUTO: ... and exchanges' from this size while far (0: none) */
+	int (*far_fn)(void); /* the placement: 1 far, 0 near, -1 unknown */
 	uint64_t hb_sent, hb_recv;
 };
 
@@ -1070,17 +1074,46 @@ static weft_status_t rndv_get(wt_chan_t *ch, wt_chan_op_t *op, int *committed)
  * a receive is stored around the caches (op->red.stream), which the kernel's copy does not
  * do, and streaming wins again (16 MiB: 5.3-7.0 against 7.6-8.7 ms). So the automatic
  * rendezvous gets plain receives of get_min bytes or more (wt_chan_set_get_min; the API
- * sets it where local ranks outnumber cores) that are not stored around the caches, and
- * streams the rest; WEFT_RNDV_GET=1 or 0 forces either. */
+ * sets it where local ranks outnumber cores) that are not stored around the caches.
+ *
+ * So do those of far_get_min bytes or more (wt_chan_set_far_get_min; the API sets 64 KiB
+ * where every local rank has a core) that are half of an exchange (a rendezvous send of
+ * ours to the same peer is under way) while the placement says the cores are far apart
+ * (lib/util/place.h: a cache line 170-200 ns from one vCPU to the other instead of 30-50).
+ * In an exchange each side streaming copies its message into the ring and its peer's out
+ * of it, and with the vCPUs far every line of both crosses between them; by get each side
+ * makes one copy. 2-rank alltoall, one launch each way in turn whenever the vCPUs were far
+ * (medians of 31): 256 KiB 19.4 us this way against 23.6 streamed, 1 MiB 69.5 against 72.3
+ * (forced gets: 19.9 and 68.1); in an earlier such run, 59 of each, without the exchange
+ * test: 25.3 against 26.9 and 76.4 against 86.8 (Open MPI 21.0 and 74.5 in a far period
+ * before). A one-way stream gains nothing so (2-rank broadcast far, 32 of each: 256 KiB
+ * 28.2 against 31.8, 1 MiB 102.7 against 92.7), nor does anything with the vCPUs near
+ * (alltoall of 1 MiB by get 66-70 us against 45-50 streamed). WEFT_RNDV_GET=1 or 0 forces
+ * either way, =fixed leaves the placement out. */
+/* A rendezvous send of ours to peer is under way: a receive from it is half an exchange. */
+static int big_send_pending(const wt_chan_t *ch, int peer)
+{
+	for (const wt_chan_op_t *op = ch->all; op != NULL; op = op->anext) {
+		if (op->kind == OP_SEND && op->peer == peer && op->live && !op->finished &&
+		    op->total > ch->eager_limit)
+			return 1;
+	}
+	return 0;
+}
+
 static int rndv_use_get(const wt_chan_t *ch, const wt_chan_op_t *op, const wt_link_ops_t *ops)
 {
 	if (!op->has_addr || !(ops->caps & WT_LINK_CAP_GET) || ops->get == NULL ||
 	    ch->peers[op->peer].no_get)
 		return 0;
-	if (ch->rndv_get == RNDV_AUTO)
-		return ch->get_min > 0 && op->msg_len >= ch->get_min && !op->red.enabled &&
-		       !op->red.stream;
-	return ch->rndv_get == RNDV_GET;
+	if (ch->rndv_get == RNDV_GET || ch->rndv_get == RNDV_STREAM)
+		return ch->rndv_get == RNDV_GET;
+	if (op->red.enabled || op->red.stream)
+		return 0;
+	if (ch->get_min > 0 && op->msg_len >= ch->get_min)
+		return 1;
+	return ch->rndv_get == RNDV_AUTO && ch->far_get_min > 0 && op->msg_len >= ch->far_get_min &&
+	       ch->far_fn() == 1 && big_send_pending(ch, op->peer);
 }
 
 /* A receive matched an RTS: fetch the data with a get where that is faster (see above),
@@ -1673,6 +1706,18 @@ void wt_chan_set_get_min(wt_chan_t *ch, size_t bytes)
 		ch->get_min = bytes;
 }
 
+void wt_chan_set_far_get_min(wt_chan_t *ch, size_t bytes)
+{
+	if (ch != NULL)
+		ch->far_get_min = bytes;
+}
+
+void wt_chan_set_far_fn(wt_chan_t *ch, int (*far)(void))
+{
+	if (ch != NULL)
+		ch->far_fn = far != NULL ? far : wt_util_place_far_now;
+}
+
 void wt_chan_set_peer_fail_cb(wt_chan_t *ch, wt_chan_peer_fail_fn_t fn, void *arg)
 {
 	if (ch == NULL)
@@ -2129,8 +2174,12 @@ static weft_status_t rndv_policy(int *out)
 	*out = RNDV_AUTO;
 	if (v == NULL || strcmp(v, "auto") == 0)
 		return WEFT_OK;
+	if (strcmp(v, "fixed") == 0) {
+		*out = RNDV_FIXED;
+		return WEFT_OK;
+	}
 	if (wt_util_env_bool("WEFT_RNDV_GET", 0, &b, err, sizeof(err)) != WEFT_OK) {
-		WT_ERROR("channel: %s (WEFT_RNDV_GET is auto, 1 or 0)", err);
+		WT_ERROR("channel: %s (WEFT_RNDV_GET is auto, fixed, 1 or 0)", err);
 		return WEFT_ERR_INVALID_ARG;
 	}
 	*out = b ? RNDV_GET : RNDV_STREAM;
@@ -2163,6 +2212,7 @@ weft_status_t wt_chan_create(const wt_chan_config_t *cfg, wt_chan_t **out)
 	if (ch == NULL)
 		goto err_nomem;
 	ch->rndv_get = rndv_get;
+	ch->far_fn = wt_util_place_far_now;
 	ch->hb_timeout_ns = (uint64_t)(pt * 1e9 + 0.5);
 	ch->hb_interval_ns = ch->hb_timeout_ns / 4;
 	ch->now = coarse_ns();

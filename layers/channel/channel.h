@@ -54,6 +54,14 @@ void wt_chan_set_peer_fail_cb(wt_chan_t *ch, wt_chan_peer_fail_fn_t fn, void *ar
  * at least bytes read the sender's buffer by get where the link can; 0 (the default):
  * automatic rendezvous always streams. Call before traffic starts. */
 void wt_chan_set_get_min(wt_chan_t *ch, size_t bytes);
+/* With WEFT_RNDV_GET=auto, plain receives of at least bytes from a peer we are sending a
+ * rendezvous message to (an exchange) read by get where the link can while the placement
+ * says the host's cores are far apart (lib/util/place.h); 0 (the default): never for that
+ * reason. Call before traffic starts. */
+void wt_chan_set_far_get_min(wt_chan_t *ch, size_t bytes);
+/* Where the channel learns the placement: 1 far, 0 near, -1 unknown (NULL, the default:
+ * wt_util_place_far_now). For tests. */
+void wt_chan_set_far_fn(wt_chan_t *ch, int (*far)(void));
 /* Heartbeat frames sent and received so far (tests and diagnostics). */
 void wt_chan_heartbeat_counts(const wt_chan_t *ch, uint64_t *sent, uint64_t *received);
 

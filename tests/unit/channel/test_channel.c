@@ -1073,7 +1073,7 @@ static uint64_t one_message_wire(ct_fab_t *f, size_t len, const wt_chan_reduce_t
 {
 	uint8_t *src = malloc(len), *dst = malloc(len);
 	struct iovec iov;
-	wt_link_stats_t before, after;
+	wt_link_stats_t before = {0}, after = {0};
 	ct_done_t ds = {0}, dr = {0};
 	int sums = red != NULL && red->enabled;
 
@@ -1111,6 +1111,35 @@ static uint64_t one_message_wire(ct_fab_t *f, size_t len, const wt_chan_reduce_t
 	return after.bytes_sent - before.bytes_sent;
 }
 
+/* WEFT_RNDV_GET set to v for a test; *had and keep remember what it was, for
+ * rndv_env_restore. */
+static void rndv_env_set(const char *v, int *had, char keep[16])
+{
+	const char *was = getenv("WEFT_RNDV_GET");
+
+	*had = was != NULL;
+	keep[0] = '\0';
+	if (was != NULL)
+		snprintf(keep, 16, "%s", was);
+	setenv("WEFT_RNDV_GET", v, 1);
+}
+
+/* rndv_env_set("auto", ...), then the fabric; returns whether its links can get. */
+static int fab_open_auto(ct_fab_t *f, const char *drv, int *had, char keep[16])
+{
+	rndv_env_set("auto", had, keep);
+	fab_open(f, drv, EAGER);
+	return (wt_link_ops(f->link[1])->caps & WT_LINK_CAP_GET) != 0;
+}
+
+static void rndv_env_restore(int had, const char *keep)
+{
+	if (had)
+		setenv("WEFT_RNDV_GET", keep, 1);
+	else
+		unsetenv("WEFT_RNDV_GET");
+}
+
 /* wt_chan_set_get_min with WEFT_RNDV_GET=auto: a plain receive of at least that many bytes
  * reads the sender's buffer by get where the link can (only control frames cross the
  * link); smaller ones, receives with a reduction, receives stored around the caches and
@@ -1120,15 +1149,11 @@ static void test_get_min(void **state)
 	const size_t big = MIB, small = 256 * 1024;
 	const wt_chan_reduce_t sum = {.enabled = 1, .dtype = WEFT_FLOAT32, .op = WEFT_SUM};
 	const wt_chan_reduce_t nt = {.stream = 1};
-	const char *was = getenv("WEFT_RNDV_GET");
-	char keep[16] = "";
+	char keep[16];
+	int had;
 	ct_fab_t f;
 
-	if (was != NULL)
-		snprintf(keep, sizeof(keep), "%s", was);
-	setenv("WEFT_RNDV_GET", "auto", 1);
-	fab_open(&f, *state, EAGER);
-	int get = (wt_link_ops(f.link[1])->caps & WT_LINK_CAP_GET) != 0;
+	int get = fab_open_auto(&f, *state, &had, keep);
 
 	/* without get_min: everything streams */
 	assert_true(one_message_wire(&f, big, NULL, 1) >= big);
@@ -1169,10 +1194,87 @@ static void test_get_min(void **state)
 	wt_chan_set_get_min(f.ch[1], 0);
 	assert_true(one_message_wire(&f, big, NULL, 6) >= big);
 	ct_close(&f);
-	if (was != NULL)
-		setenv("WEFT_RNDV_GET", keep, 1);
+	rndv_env_restore(had, keep);
+}
+
+static int placed_far(void)
+{
+	return 1;
+}
+
+static int placed_near(void)
+{
+	return 0;
+}
+
+/* Bytes rank 0's link carried to rank 1 while the two ranks exchanged len bytes each way
+ * (rank 1 sending before rank 0 does), both messages checked byte by byte. */
+static uint64_t exchange_wire(ct_fab_t *f, size_t len, unsigned seed)
+{
+	uint8_t *s0 = malloc(len), *s1 = malloc(len), *d0 = malloc(len), *d1 = malloc(len);
+	ct_done_t r0 = {0}, r1 = {0}, x0 = {0}, x1 = {0};
+	wt_link_stats_t before = {0}, after = {0};
+
+	assert_true(s0 && s1 && d0 && d1);
+	fill(s0, len, seed);
+	fill(s1, len, seed + 1);
+	wt_link_ops(f->link[0])->stats(f->link[0], 1, &before);
+	post_recv1(f, 0, 9, d0, len, NULL, &r0, NULL);
+	post_send1(f, 1, 9, s1, len, &x1, NULL);
+	post_recv1(f, 1, 9, d1, len, NULL, &r1, NULL);
+	post_send1(f, 0, 9, s0, len, &x0, NULL);
+	ct_pump_until(f, &r0.fired, 1);
+	ct_pump_until(f, &r1.fired, 1);
+	ct_pump_until(f, &x0.fired, 1);
+	ct_pump_until(f, &x1.fired, 1);
+	assert_int_equal(r0.st, WEFT_OK);
+	assert_int_equal(r1.st, WEFT_OK);
+	assert_int_equal(x0.st, WEFT_OK);
+	assert_int_equal(x1.st, WEFT_OK);
+	check(d1, len, seed);
+	check(d0, len, seed + 1);
+	wt_link_ops(f->link[0])->stats(f->link[0], 1, &after);
+	free(s0);
+	free(s1);
+	free(d0);
+	free(d1);
+	return after.bytes_sent - before.bytes_sent;
+}
+
+/* wt_chan_set_far_get_min with WEFT_RNDV_GET=auto: while the placement says far, a plain
+ * receive of at least that many bytes that is half of an exchange reads by get where the
+ * link can (rank 0's message then crosses its link as control frames only); a one-way
+ * message, a smaller one, one while near, and every one under WEFT_RNDV_GET=fixed stream. */
+static void test_far_get(void **state)
+{
+	const size_t len = 256 * 1024, small = 32 * 1024;
+	char keep[16];
+	int had;
+	ct_fab_t f;
+
+	int get = fab_open_auto(&f, *state, &had, keep);
+
+	/* far, but no far_get_min: streamed */
+	wt_chan_set_far_fn(f.ch[1], placed_far);
+	assert_true(exchange_wire(&f, len, 11) >= len);
+	wt_chan_set_far_get_min(f.ch[1], 64 * 1024);
+	if (get)
+		assert_true(exchange_wire(&f, len, 12) < 4096);
 	else
-		unsetenv("WEFT_RNDV_GET");
+		assert_true(exchange_wire(&f, len, 12) >= len);
+	assert_true(one_message_wire(&f, len, NULL, 13) >= len);
+	assert_true(exchange_wire(&f, small, 14) >= small);
+	wt_chan_set_far_fn(f.ch[1], placed_near);
+	assert_true(exchange_wire(&f, len, 15) >= len);
+	wt_chan_set_far_fn(f.ch[1], NULL);
+	ct_close(&f);
+	setenv("WEFT_RNDV_GET", "fixed", 1);
+	fab_open(&f, *state, EAGER);
+	wt_chan_set_far_get_min(f.ch[1], 64 * 1024);
+	wt_chan_set_far_fn(f.ch[1], placed_far);
+	assert_true(exchange_wire(&f, len, 16) >= len);
+	ct_close(&f);
+	rndv_env_restore(had, keep);
 }
 
 /* Frames rank 0 sends for one message of len bytes to rank 1 (its RTS included), checked
@@ -1180,7 +1282,7 @@ static void test_get_min(void **state)
 static uint64_t one_message_frames(ct_fab_t *f, size_t len, int busy, unsigned seed)
 {
 	uint8_t *src = malloc(len), *dst = malloc(len), *big = malloc(MIB);
-	wt_link_stats_t before, after;
+	wt_link_stats_t before = {0}, after = {0};
 	ct_done_t ds = {0}, dr = {0}, db = {0};
 	wt_chan_op_t *bop = NULL;
 
@@ -1433,6 +1535,7 @@ static void test_fail_order(void **state)
 	    cmocka_unit_test_prestate(test_callback_reentry, drv),                                 \
 	    cmocka_unit_test_prestate(test_rndv_env, drv),                                         \
 	    cmocka_unit_test_prestate(test_get_min, drv),                                          \
+	    cmocka_unit_test_prestate(test_far_get, drv),                                          \
 	    cmocka_unit_test_prestate(test_send_copy, drv),                                        \
 	    cmocka_unit_test_prestate(test_pipe_frames, drv),                                      \
 	    cmocka_unit_test_prestate(test_link_poll_fails, drv),                                  \
