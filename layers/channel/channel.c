@@ -1056,6 +1056,19 @@ static weft_status_t rndv_get(wt_chan_t *ch, wt_chan_op_t *op, int *committed)
 	return WEFT_OK;
 }
 
+/* Whether an op of kind (OP_SEND, OP_RECV) of more than the eager limit, with peer (-1:
+ * any), is under way (posted, not finished): a receive of ours while we send makes an
+ * exchange of a rendezvous (rndv_use_get), and so does a send while we receive (stream_frag). */
+static int big_op_pending(const wt_chan_t *ch, int kind, int peer)
+{
+	for (const wt_chan_op_t *op = ch->all; op != NULL; op = op->anext) {
+		if (op->kind == kind && (peer < 0 || op->peer == peer) && op->live &&
+		    !op->finished && (kind == OP_SEND ? op->total : op->len) > ch->eager_limit)
+			return 1;
+	}
+	return 0;
+}
+
 /* Get or stream? A get (CMA) is one copy, but the kernel pins the sender's pages one by one
  * and copies at a third to a half of memcpy speed. Streaming costs two user-space copies (into
  * the ring, out of it or reduced straight from it), done by sender and receiver at once and
@@ -1090,17 +1103,6 @@ static weft_status_t rndv_get(wt_chan_t *ch, wt_chan_op_t *op, int *committed)
  * 28.2 against 31.8, 1 MiB 102.7 against 92.7), nor does anything with the vCPUs near
  * (alltoall of 1 MiB by get 66-70 us against 45-50 streamed). WEFT_RNDV_GET=1 or 0 forces
  * either way, =fixed leaves the placement out. */
-/* A rendezvous send of ours to peer is under way: a receive from it is half an exchange. */
-static int big_send_pending(const wt_chan_t *ch, int peer)
-{
-	for (const wt_chan_op_t *op = ch->all; op != NULL; op = op->anext) {
-		if (op->kind == OP_SEND && op->peer == peer && op->live && !op->finished &&
-		    op->total > ch->eager_limit)
-			return 1;
-	}
-	return 0;
-}
-
 static int rndv_use_get(const wt_chan_t *ch, const wt_chan_op_t *op, const wt_link_ops_t *ops)
 {
 	if (!op->has_addr || !(ops->caps & WT_LINK_CAP_GET) || ops->get == NULL ||
@@ -1113,7 +1115,7 @@ static int rndv_use_get(const wt_chan_t *ch, const wt_chan_op_t *op, const wt_li
 	if (ch->get_min > 0 && op->msg_len >= ch->get_min)
 		return 1;
 	return ch->rndv_get == RNDV_AUTO && ch->far_get_min > 0 && op->msg_len >= ch->far_get_min &&
-	       ch->far_fn() == 1 && big_send_pending(ch, op->peer);
+	       ch->far_fn() == 1 && big_op_pending(ch, OP_SEND, op->peer);
 }
 
 /* A receive matched an RTS: fetch the data with a get where that is faster (see above),
@@ -1232,16 +1234,6 @@ static void on_arrival(wt_chan_t *ch, int pi, const wt_chan_hdr_t *h, const void
 	e->utail = u;
 }
 
-/* Whether a receive of more than the eager limit is pending (posted, not finished). */
-static int big_recv_pending(const wt_chan_t *ch)
-{
-	for (const wt_chan_op_t *op = ch->all; op != NULL; op = op->anext) {
-		if (op->kind == OP_RECV && op->live && !op->finished && op->len > ch->eager_limit)
-			return 1;
-	}
-	return 0;
-}
-
 /* The fragment size of a stream of total bytes to p: a quarter of it, at least the link's
  * pipe_min, for a one-way stream where the link asks for that (link.h), else the largest. The
  * ops are scanned only where the answer matters (a message of less than four frames). */
@@ -1249,7 +1241,7 @@ static size_t stream_frag(const wt_chan_t *ch, const struct peer *p, size_t tota
 {
 	size_t min = wt_link_ops(p->link)->pipe_min, q;
 
-	if (min == 0 || total / 4 >= p->frag || big_recv_pending(ch))
+	if (min == 0 || total / 4 >= p->frag || big_op_pending(ch, OP_RECV, -1))
 		return p->frag;
 	q = (total / 4 + WT_CHAN_FRAG_ALIGN - 1) / WT_CHAN_FRAG_ALIGN * WT_CHAN_FRAG_ALIGN;
 	if (q < min)

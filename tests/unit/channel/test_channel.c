@@ -1042,16 +1042,43 @@ static void send_copy_one(ct_fab_t *f, size_t len, int npieces, unsigned flags, 
 	free(base);
 }
 
+/* WEFT_RNDV_GET set to v for a test; *had and keep remember what it was, for
+ * rndv_env_restore. */
+static void rndv_env_set(const char *v, int *had, char keep[16])
+{
+	const char *was = getenv("WEFT_RNDV_GET");
+
+	*had = was != NULL;
+	keep[0] = '\0';
+	if (was != NULL)
+		snprintf(keep, 16, "%s", was);
+	setenv("WEFT_RNDV_GET", v, 1);
+}
+
+/* rndv_env_set("auto", ...), then the fabric; returns whether its links can get. */
+static int fab_open_auto(ct_fab_t *f, const char *drv, int *had, char keep[16])
+{
+	rndv_env_set("auto", had, keep);
+	fab_open(f, drv, EAGER);
+	return (wt_link_ops(f->link[1])->caps & WT_LINK_CAP_GET) != 0;
+}
+
+static void rndv_env_restore(int had, const char *keep)
+{
+	if (had)
+		setenv("WEFT_RNDV_GET", keep, 1);
+	else
+		unsetenv("WEFT_RNDV_GET");
+}
+
 static void test_send_copy(void **state)
 {
 	ct_fab_t f;
-	const char *was = getenv("WEFT_RNDV_GET");
-	char keep[16] = "";
+	char keep[16];
+	int had;
 
-	if (was != NULL)
-		snprintf(keep, sizeof(keep), "%s", was);
 	for (int get = 0; get < 2; get++) {
-		setenv("WEFT_RNDV_GET", get ? "1" : "0", 1);
+		rndv_env_set(get ? "1" : "0", &had, keep);
 		fab_open(&f, *state, EAGER);
 		send_copy_one(&f, 100, 1, 0, 1);			      /* eager */
 		send_copy_one(&f, 5000, 3, WT_CHAN_COPY_STREAM, 2);	      /* eager, pieces */
@@ -1059,11 +1086,8 @@ static void test_send_copy(void **state)
 		send_copy_one(&f, 3 * MIB + 123, 11, WT_CHAN_COPY_STREAM, 4); /* pieces */
 		send_copy_one(&f, 256 * 1024, 1, WT_CHAN_COPY_STREAM, 5);
 		ct_close(&f);
+		rndv_env_restore(had, keep);
 	}
-	if (was != NULL)
-		setenv("WEFT_RNDV_GET", keep, 1);
-	else
-		unsetenv("WEFT_RNDV_GET");
 }
 
 /* One message of len bytes from rank 0 to rank 1 (red: receive with it), checked; returns
@@ -1109,35 +1133,6 @@ static uint64_t one_message_wire(ct_fab_t *f, size_t len, const wt_chan_reduce_t
 	free(src);
 	free(dst);
 	return after.bytes_sent - before.bytes_sent;
-}
-
-/* WEFT_RNDV_GET set to v for a test; *had and keep remember what it was, for
- * rndv_env_restore. */
-static void rndv_env_set(const char *v, int *had, char keep[16])
-{
-	const char *was = getenv("WEFT_RNDV_GET");
-
-	*had = was != NULL;
-	keep[0] = '\0';
-	if (was != NULL)
-		snprintf(keep, 16, "%s", was);
-	setenv("WEFT_RNDV_GET", v, 1);
-}
-
-/* rndv_env_set("auto", ...), then the fabric; returns whether its links can get. */
-static int fab_open_auto(ct_fab_t *f, const char *drv, int *had, char keep[16])
-{
-	rndv_env_set("auto", had, keep);
-	fab_open(f, drv, EAGER);
-	return (wt_link_ops(f->link[1])->caps & WT_LINK_CAP_GET) != 0;
-}
-
-static void rndv_env_restore(int had, const char *keep)
-{
-	if (had)
-		setenv("WEFT_RNDV_GET", keep, 1);
-	else
-		unsetenv("WEFT_RNDV_GET");
 }
 
 /* wt_chan_set_get_min with WEFT_RNDV_GET=auto: a plain receive of at least that many bytes
@@ -1288,8 +1283,6 @@ static uint64_t one_message_frames(ct_fab_t *f, size_t len, int busy, unsigned s
 
 	assert_true(src && dst && big);
 	fill(src, len, seed);
-	memset(&before, 0, sizeof(before));
-	memset(&after, 0, sizeof(after));
 	if (busy)
 		post_recv1(f, 0, 900 + seed, big, MIB, NULL, &db, &bop);
 	wt_link_ops(f->link[0])->stats(f->link[0], 1, &before);
@@ -1317,16 +1310,15 @@ static uint64_t one_message_frames(ct_fab_t *f, size_t len, int busy, unsigned s
  * message of four largest frames or more, and links that do not ask send whole frames. */
 static void test_pipe_frames(void **state)
 {
-	const char *drv = *state, *was = getenv("WEFT_RNDV_GET");
+	const char *drv = *state;
 	/* frames_sent counts only this message's frames: no reliability layer's acks and
 	 * retransmissions (udp, WEFT_FAULT) */
 	int exact = strcmp(drv, "udp") != 0 && getenv("WEFT_FAULT") == NULL;
-	char keep[16] = "";
+	char keep[16];
+	int had;
 	ct_fab_t f;
 
-	if (was != NULL)
-		snprintf(keep, sizeof(keep), "%s", was);
-	setenv("WEFT_RNDV_GET", "0", 1); /* the bytes go through the link */
+	rndv_env_set("0", &had, keep); /* the bytes go through the link */
 	fab_open(&f, drv, EAGER);
 	size_t min = wt_link_ops(f.link[0])->pipe_min;
 	/* the largest fragment, and the frames of a message sent in such after its RTS */
@@ -1351,10 +1343,7 @@ static void test_pipe_frames(void **state)
 	for (int i = 0; i < 5; i++)
 		got[i] = one_message_frames(&f, lens[i], i == 3, (unsigned)i + 1);
 	ct_close(&f);
-	if (was != NULL)
-		setenv("WEFT_RNDV_GET", keep, 1);
-	else
-		unsetenv("WEFT_RNDV_GET");
+	rndv_env_restore(had, keep);
 	for (int i = 0; i < 5 && exact; i++) {
 		if (got[i] != want[i])
 			fail_msg("message %d of %zu bytes: %llu frames, want %llu", i, lens[i],
@@ -1362,18 +1351,18 @@ static void test_pipe_frames(void **state)
 	}
 }
 
-/* WEFT_RNDV_GET is validated when a channel is created: auto, a boolean, nothing else. */
+/* WEFT_RNDV_GET is validated when a channel is created: auto, fixed, a boolean, nothing
+ * else. */
 static void test_rndv_env(void **state)
 {
 	wt_chan_config_t cc = {.rank = 0, .size = 2};
-	const char *good[] = {"auto", "1", "0", "on", "no"};
+	const char *good[] = {"auto", "fixed", "1", "0", "on", "no"};
 	wt_chan_t *ch = NULL;
-	const char *was = getenv("WEFT_RNDV_GET");
-	char keep[16] = "";
+	char keep[16];
+	int had;
 
 	(void)state;
-	if (was != NULL)
-		snprintf(keep, sizeof(keep), "%s", was);
+	rndv_env_set("auto", &had, keep);
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		setenv("WEFT_RNDV_GET", good[i], 1);
 		assert_int_equal(wt_chan_create(&cc, &ch), WEFT_OK);
@@ -1383,10 +1372,7 @@ static void test_rndv_env(void **state)
 	setenv("WEFT_RNDV_GET", "sometimes", 1);
 	assert_int_equal(wt_chan_create(&cc, &ch), WEFT_ERR_INVALID_ARG);
 	assert_null(ch);
-	if (was != NULL)
-		setenv("WEFT_RNDV_GET", keep, 1);
-	else
-		unsetenv("WEFT_RNDV_GET");
+	rndv_env_restore(had, keep);
 }
 
 /* A link whose poll itself fails: its peer fails, and the channel stops polling it and no
