@@ -14,9 +14,17 @@
  * vCPUs near, a 2-rank allgather of 4 MiB took 174-209 us by plain stores and 322-367 by
  * streaming ones, and timing had chosen streaming (first plain frames ran at 10 GB/s, cold,
  * a streaming trial at 16, and plain trials later never won by half): 184-321 us. Near
- * vCPUs favoured plain stores in every case measured (16 and 64 MiB included); far ones
- * do not favour streaming at every size (2-rank broadcast of 256 KiB: 16-18 us as timing
- * chose, 22-25 streamed), so there timing stays.
+ * vCPUs favoured plain stores in every case measured (16 and 64 MiB included). Where they
+ * are known to be far, streaming stores are used, untimed: the clock errs there the other
+ * way, a plain trial now and then looking fast to the producer while its consumer fetches
+ * every line from the other core complex (plain frames forced while far: a 2-rank broadcast
+ * of 256 KiB 107-114 us against 28-30 streamed); as timing chose, that broadcast took 60-91
+ * us instead of 22-31 in 7 of 13 far launches of one period. 2 ranks, the five
+ * collectives at 64 KiB-1 MiB by x2, 20 calls after 5, 76-80 launches of each way in turn,
+ * all while far: streaming untimed against timing, geometric mean 0.974, no cell slower by
+ * more than 0.5% (broadcast of 1 MiB 57.8 us against 64.7, reduce_scatter of 256 KiB 19.2
+ * against 21.8, broadcast of 256 KiB 21.0 against 21.3). An earlier session had measured the
+ * broadcast of 256 KiB at 16-18 us as timing chose and 22-25 streamed; it did not recur.
  *
  * Copies of 4 to 32 KiB (eager frames, the fragments of a stream, slot publishes) go by
  * plain stores while those run fast and by streaming ones while they do not: one plain copy
@@ -82,6 +90,11 @@ int wt_util_stores_pick_placed(wt_util_stores_t *w, int far, int *trial)
 		if (w->nt)
 			take_way(w, 0);
 		return 0;
+	}
+	if (far == 1 && w->forced == WT_UTIL_STORES_AUTO) {
+		if (!w->nt)
+			take_way(w, 1);
+		return 1;
 	}
 	if (w->trial_every == 0)
 		w->trial_every = WT_UTIL_STORES_TRIAL_MIN;

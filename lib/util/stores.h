@@ -30,8 +30,8 @@
 /* A trial is compared with the median of this many frames of the way in use before it. */
 #define WT_UTIL_STORES_RECENT 8
 
-/* AUTO: plain where the cores are known to be near (lib/util/place.h), else timed; TIMED:
- * timed only. */
+/* AUTO: plain where the cores are known to be near (lib/util/place.h), streaming where they
+ * are known to be far, else timed; TIMED: timed only. */
 enum { WT_UTIL_STORES_AUTO = 0, WT_UTIL_STORES_PLAIN, WT_UTIL_STORES_STREAM, WT_UTIL_STORES_TIMED };
 
 typedef struct {
@@ -51,7 +51,7 @@ typedef struct {
 /* The way for the next large copy; *trial says it is a trial of the other way. */
 int wt_util_stores_pick(wt_util_stores_t *w, int *trial);
 /* The same where the cores' placement is far (1), near (0) or unknown (-1): near means
- * plain stores under AUTO, with no trial; far and unknown leave it to timing. */
+ * plain stores under AUTO, far streaming ones, with no trial; unknown leaves it to timing. */
 int wt_util_stores_pick_placed(wt_util_stores_t *w, int far, int *trial);
 /* The way for a copy of len bytes below WT_UTIL_STORES_MIN_COPY (1 streaming), and in
  * *timed whether to time it (then it is plain): only under AUTO and from _MID_MIN, else

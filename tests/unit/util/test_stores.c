@@ -284,8 +284,21 @@ static void test_copy_each_way(void **state)
 	free(dst);
 }
 
-/* Near cores mean plain stores under AUTO, with no trials; far and unknown ones leave the
- * choice to timing, which TIMED always does. */
+/* n frames with the placement far (0 near, 1 far) under AUTO: every one the way it means
+ * (plain near, streaming far) and none a trial, each timed at gbps. */
+static void placed_untimed(wt_util_stores_t *w, int far, unsigned n, double gbps)
+{
+	int trial;
+
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(wt_util_stores_pick_placed(w, far, &trial), far);
+		assert_int_equal(trial, 0);
+		wt_util_stores_done(w, trial, FRAME, ns_at(gbps));
+	}
+}
+
+/* Under AUTO near cores mean plain stores and far ones streaming stores, with no trials;
+ * unknown ones leave the choice to timing, which TIMED always does. */
 static void test_placement(void **state)
 {
 	wt_util_stores_t w = {0};
@@ -297,26 +310,28 @@ static void test_placement(void **state)
 		frame(&w, 3, 20, &trial);
 	assert_int_equal(w.nt, 1);
 	/* near now: plain at once, and a hundred frames bring no trial */
-	for (int i = 0; i < 100; i++) {
-		way = wt_util_stores_pick_placed(&w, 0, &trial);
-		assert_int_equal(way, 0);
-		assert_int_equal(trial, 0);
-		wt_util_stores_done(&w, trial, FRAME, ns_at(30));
-	}
+	placed_untimed(&w, 0, 100, 30);
 	assert_int_equal(w.nt, 0);
 	assert_int_equal(w.switches, 2);
-	/* far, or unknown: timing again, so a trial of streaming comes within its period */
-	for (int f = 1; f >= -1; f -= 2) {
-		int trials = 0;
+	/* unknown: timing again, so a trial of streaming comes within its period */
+	int trials = 0;
 
-		for (unsigned i = 0; i < WT_UTIL_STORES_TRIAL_MAX; i++) {
-			way = wt_util_stores_pick_placed(&w, f, &trial);
-			trials += trial;
-			wt_util_stores_done(&w, trial, FRAME, ns_at(way ? 20 : 30));
-		}
-		assert_true(trials >= 1);
-		assert_int_equal(w.nt, 0);
+	for (unsigned i = 0; i < WT_UTIL_STORES_TRIAL_MAX; i++) {
+		way = wt_util_stores_pick_placed(&w, -1, &trial);
+		trials += trial;
+		wt_util_stores_done(&w, trial, FRAME, ns_at(way ? 20 : 30));
 	}
+	assert_true(trials >= 1);
+	assert_int_equal(w.nt, 0);
+	assert_int_equal(w.switches, 2);
+	/* far: streaming at once, and no trial of plain however fast plain would look */
+	placed_untimed(&w, 1, 2 * WT_UTIL_STORES_TRIAL_MAX, 1);
+	assert_int_equal(w.nt, 1);
+	assert_int_equal(w.switches, 3);
+	/* near again: plain at once */
+	assert_int_equal(wt_util_stores_pick_placed(&w, 0, &trial), 0);
+	assert_int_equal(trial, 0);
+	assert_int_equal(w.switches, 4);
 	/* TIMED: near cores change nothing, trials come */
 	w = (wt_util_stores_t){.forced = WT_UTIL_STORES_TIMED};
 	for (int i = 0, trials = 0; i < 8; i++) {
