@@ -197,7 +197,7 @@ struct wt_chan {
 	uint64_t now;	     /* coarse clock, refreshed by every progress call */
 	uint64_t last_tick;  /* when heartbeat bookkeeping last ran */
 	int greet;	     /* a peer was routed: greet it at the next progress call */
-	int rndv_get;	     /* WEFT_RNDV_GET: RNDV_AUTO, or 0 / 1 forced */
+	int rndv_get;	     /* WEFT_RNDV_GET: RNDV_AUTO, RNDV_FIXED, or 0 / 1 forced */
 	size_t get_min;	     /* RNDV_AUTO: plain receives from this size by get (0: none) */
 	size_t far_get_min;  /* RNDV_AUTO: ... and exchanges' from this size while far (0: none) */
 	int (*far_fn)(void); /* the placement: 1 far, 0 near, -1 unknown */

@@ -86,15 +86,11 @@ int wt_util_stores_pick_placed(wt_util_stores_t *w, int far, int *trial)
 	*trial = 0;
 	if (!timed(w))
 		return w->forced == WT_UTIL_STORES_STREAM;
-	if (far == 0 && w->forced == WT_UTIL_STORES_AUTO) {
-		if (w->nt)
-			take_way(w, 0);
-		return 0;
-	}
-	if (far == 1 && w->forced == WT_UTIL_STORES_AUTO) {
-		if (!w->nt)
-			take_way(w, 1);
-		return 1;
+	/* a known placement under AUTO: plain near, streaming far, untimed */
+	if ((far == 0 || far == 1) && w->forced == WT_UTIL_STORES_AUTO) {
+		if (w->nt != far)
+			take_way(w, far);
+		return far;
 	}
 	if (w->trial_every == 0)
 		w->trial_every = WT_UTIL_STORES_TRIAL_MIN;

@@ -334,7 +334,8 @@ static void test_placement(void **state)
 	assert_int_equal(w.switches, 4);
 	/* TIMED: near cores change nothing, trials come */
 	w = (wt_util_stores_t){.forced = WT_UTIL_STORES_TIMED};
-	for (int i = 0, trials = 0; i < 8; i++) {
+	trials = 0;
+	for (int i = 0; i < 8; i++) {
 		way = wt_util_stores_pick_placed(&w, 0, &trial);
 		trials += trial;
 		wt_util_stores_done(&w, trial, FRAME, ns_at(way ? 20 : 3));
