@@ -537,6 +537,7 @@ static weft_status_t shm_open_link(const wt_link_config_t *cfg, wt_link_t **link
 	l->asym = asym;
 	atomic_store(&l->hdr->asym, (uint32_t)l->asym);
 	l->place_on = cfg->local_size > 0 && sysconf(_SC_NPROCESSORS_ONLN) >= cfg->local_size;
+	wt_util_place_self_touch();
 	*link = l;
 	return WEFT_OK;
 }

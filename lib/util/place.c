@@ -1,10 +1,9 @@
 /* Near or far cores, from stamps on large frames and slots (lib/util/place.h). */
 #include <stdint.h>
+#include <string.h>
 
 #include "lib/util/place.h"
 #include "lib/util/time.h"
-
-#define NONE UINT32_MAX
 
 static uint32_t ld32(const _Atomic uint32_t *a)
 {
@@ -18,9 +17,12 @@ static uint64_t ld64(const _Atomic uint64_t *a)
 
 void wt_util_place_init(wt_util_place_t *p)
 {
-	atomic_init(&p->cur_min, NONE);
-	atomic_init(&p->cur_n, 0);
-	atomic_init(&p->prev_min, NONE);
+	atomic_init(&p->busy, 0);
+	memset(p->win, 0, sizeof(p->win));
+	memset(p->sorted, 0, sizeof(p->sorted));
+	p->n = 0;
+	p->next = 0;
+	atomic_init(&p->est, 0);
 	atomic_init(&p->last_ns, 0);
 	atomic_init(&p->host_mean, 0);
 	atomic_init(&p->host_n, 0);
@@ -64,21 +66,61 @@ int wt_util_place_take_want(wt_util_place_t *p)
 	return ld32(&p->want) && atomic_exchange_explicit(&p->want, 0, memory_order_relaxed);
 }
 
+/* The window takes v, in place of its oldest sample when full (p->busy held): win keeps the
+ * arrival order, sorted the same values ascending. Plain loops over at most 32 values: a
+ * sample costs 10-20 ns so, where two memmoves made it 60. */
+static void window_add(wt_util_place_t *p, uint32_t v)
+{
+	uint32_t n = p->n, i;
+
+	if (n == WT_UTIL_PLACE_WINDOW) {
+		uint32_t old = p->win[p->next];
+
+		for (i = 0; i < n && p->sorted[i] != old; i++)
+			;
+		if (i == n) {
+			/* not there: the window would lose its order, so it starts over */
+			n = 0;
+			p->next = 0;
+		} else {
+			for (; i + 1 < n; i++)
+				p->sorted[i] = p->sorted[i + 1];
+			n--;
+		}
+	}
+	for (i = n; i > 0 && p->sorted[i - 1] > v; i--)
+		p->sorted[i] = p->sorted[i - 1];
+	p->sorted[i] = v;
+	p->n = n + 1;
+	p->win[p->next] = v;
+	p->next = (p->next + 1) % WT_UTIL_PLACE_WINDOW;
+}
+
 void wt_util_place_sample(wt_util_place_t *p, uint64_t ns, uint64_t now)
 {
-	uint32_t n, own, pub;
+	uint32_t own, pub, med;
+	uint64_t last;
 
 	if (ns > WT_UTIL_PLACE_MAX_SAMPLE_NS)
 		return;
-	if ((uint32_t)ns < ld32(&p->cur_min))
-		atomic_store_explicit(&p->cur_min, (uint32_t)ns, memory_order_relaxed);
-	n = atomic_fetch_add_explicit(&p->cur_n, 1, memory_order_relaxed) + 1;
-	if (n >= WT_UTIL_PLACE_EPOCH) {
-		atomic_store_explicit(&p->prev_min, ld32(&p->cur_min), memory_order_relaxed);
-		atomic_store_explicit(&p->cur_min, NONE, memory_order_relaxed);
-		atomic_store_explicit(&p->cur_n, 0, memory_order_relaxed);
+	/* another thread adding one: this sample is dropped */
+	if (atomic_exchange_explicit(&p->busy, 1, memory_order_acquire))
+		return;
+	/* after a pause longer than the TTL the vCPUs may have moved: start over */
+	last = ld64(&p->last_ns);
+	if (last != 0 && now > last && now - last > WT_UTIL_PLACE_TTL_NS) {
+		p->n = 0;
+		p->next = 0;
 	}
+	window_add(p, (uint32_t)ns);
+	med = p->sorted[(p->n - 1) / 2];
+	atomic_store_explicit(&p->est,
+			      p->n < WT_UTIL_PLACE_MIN_SAMPLES ? 0
+			      : med			       ? med
+							       : 1,
+			      memory_order_relaxed);
 	atomic_store_explicit(&p->last_ns, now, memory_order_relaxed);
+	atomic_store_explicit(&p->busy, 0, memory_order_release);
 	/* an estimate of ours that the peers have not seen asks for a share too: a new one, or
 	 * one moved by more than a third (the first samples after start-up run high) */
 	own = wt_util_place_own(p, now);
@@ -93,15 +135,10 @@ void wt_util_place_sample(wt_util_place_t *p, uint64_t ns, uint64_t now)
 uint32_t wt_util_place_own(const wt_util_place_t *p, uint64_t now)
 {
 	uint64_t last = ld64(&p->last_ns);
-	uint32_t prev = ld32(&p->prev_min), cur = ld32(&p->cur_min), m;
 
 	if (last == 0 || now - last > WT_UTIL_PLACE_TTL_NS)
 		return 0;
-	/* the first epoch counts once it has a few samples; later ones with the last */
-	if (prev == NONE && ld32(&p->cur_n) < WT_UTIL_PLACE_MIN_SAMPLES)
-		return 0;
-	m = prev < cur ? prev : cur;
-	return m == NONE ? 0 : (m ? m : 1);
+	return ld32(&p->est);
 }
 
 void wt_util_place_set_host(wt_util_place_t *p, uint32_t mean_ns, uint32_t n, uint64_t now)
@@ -146,12 +183,23 @@ uint32_t wt_util_place_word_ns(uint64_t word, uint64_t now)
 	return (uint32_t)word;
 }
 
-/* as wt_util_place_init leaves one */
-static wt_util_place_t self = {.cur_min = NONE, .prev_min = NONE};
+/* as wt_util_place_init leaves one: all zero */
+static wt_util_place_t self;
 
 wt_util_place_t *wt_util_place_self(void)
 {
 	return &self;
+}
+
+void wt_util_place_self_touch(void)
+{
+	if (atomic_exchange_explicit(&self.busy, 1, memory_order_acquire))
+		return;
+	if (self.n == 0) {
+		memset(self.win, 0, sizeof(self.win));
+		memset(self.sorted, 0, sizeof(self.sorted));
+	}
+	atomic_store_explicit(&self.busy, 0, memory_order_release);
 }
 
 int wt_util_place_far_now(void)

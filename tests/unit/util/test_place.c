@@ -36,8 +36,7 @@ static void test_unknown_until_samples_and_peers(void **state)
 	/* ours alone is not enough: the clocks' offset is in it */
 	assert_int_equal(wt_util_place_far(&p, now), -1);
 	/* unless it is far beyond any offset, and then it says far, never near */
-	feed(&p, WT_UTIL_PLACE_FAR_ONE_NS + 1, WT_UTIL_PLACE_EPOCH, &now);
-	feed(&p, WT_UTIL_PLACE_FAR_ONE_NS + 1, WT_UTIL_PLACE_EPOCH, &now);
+	feed(&p, WT_UTIL_PLACE_FAR_ONE_NS + 1, WT_UTIL_PLACE_WINDOW, &now);
 	assert_int_equal(wt_util_place_own(&p, now), WT_UTIL_PLACE_FAR_ONE_NS + 1);
 	assert_int_equal(wt_util_place_far(&p, now), 1);
 	wt_util_place_init(&p);
@@ -57,22 +56,47 @@ static void test_unknown_until_samples_and_peers(void **state)
 	assert_int_equal(wt_util_place_far(&p, now), -1);
 }
 
-static void test_least_sample_and_dropped_ones(void **state)
+/* The median of the window's samples (the lower one of an even count), exactly. */
+static void test_median_and_dropped_ones(void **state)
 {
 	wt_util_place_t p;
 	uint64_t now = T0;
 
 	(void)state;
 	wt_util_place_init(&p);
-	/* a consumer busy elsewhere sees stamps late, never early: the least counts */
-	feed(&p, 900, 10, &now);
-	feed(&p, 180, 1, &now);
-	feed(&p, 700, 10, &now);
-	assert_int_equal(wt_util_place_own(&p, now), 180);
+	/* 8 samples: 10, 20, .., 80 in a scrambled order; the lower median is 40 */
+	for (unsigned i = 0; i < 8; i++) {
+		wt_util_place_sample(&p, 10 * ((i * 5) % 8 + 1), now);
+		now += 1000;
+	}
+	assert_int_equal(wt_util_place_own(&p, now), 40);
+	/* a few low ones among many high (a far period's clusters) do not make it near */
+	wt_util_place_init(&p);
+	feed(&p, 400, WT_UTIL_PLACE_WINDOW, &now);
+	feed(&p, 70, WT_UTIL_PLACE_WINDOW / 2 - 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 400);
+	/* half the window does */
+	feed(&p, 70, 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 70);
+	/* the oldest leave as new ones come: a window of 1..32, then 100..131 pushed in */
+	wt_util_place_init(&p);
+	for (unsigned i = 1; i <= WT_UTIL_PLACE_WINDOW; i++) {
+		wt_util_place_sample(&p, i, now);
+		now += 1000;
+	}
+	assert_int_equal(wt_util_place_own(&p, now), WT_UTIL_PLACE_WINDOW / 2);
+	for (unsigned i = 0; i < WT_UTIL_PLACE_WINDOW; i++) {
+		wt_util_place_sample(&p, 100 + i, now);
+		now += 1000;
+		/* 1..i + 1 gone, 100..100 + i in: the lower median moves on */
+		assert_int_equal(wt_util_place_own(&p, now),
+				 i < WT_UTIL_PLACE_WINDOW / 2 ? WT_UTIL_PLACE_WINDOW / 2 + i + 1
+							      : 100 + i - WT_UTIL_PLACE_WINDOW / 2);
+	}
 	/* beyond the limit: not looking at all, dropped */
-	feed(&p, WT_UTIL_PLACE_MAX_SAMPLE_NS + 1, 5 * WT_UTIL_PLACE_EPOCH, &now);
-	assert_int_equal(wt_util_place_own(&p, now), 180);
-	/* a zero-delay sample still counts as known */
+	feed(&p, WT_UTIL_PLACE_MAX_SAMPLE_NS + 1, 5 * WT_UTIL_PLACE_WINDOW, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 115);
+	/* a zero-delay median still counts as known */
 	wt_util_place_init(&p);
 	feed(&p, 0, WT_UTIL_PLACE_MIN_SAMPLES, &now);
 	assert_int_equal(wt_util_place_own(&p, now), 1);
@@ -83,38 +107,40 @@ static void pair(wt_util_place_t *a, wt_util_place_t *b, uint32_t na, uint32_t n
 {
 	wt_util_place_init(a);
 	wt_util_place_init(b);
-	feed(a, na, WT_UTIL_PLACE_EPOCH, now);
-	feed(b, nb, WT_UTIL_PLACE_EPOCH, now);
+	feed(a, na, WT_UTIL_PLACE_WINDOW, now);
+	feed(b, nb, WT_UTIL_PLACE_WINDOW, now);
 	wt_util_place_set_host(a, wt_util_place_own(b, *now), 1, *now);
 	wt_util_place_set_host(b, wt_util_place_own(a, *now), 1, *now);
 }
 
 /* The offset of the two cores' clocks cancels in the mean: far vCPUs measured 115 ns one
- * way and 236 the other where a line took 175 either way. */
+ * way and 236 the other where a line took 175 either way; medians run higher, the offset
+ * as much (here 60 ns either way around far medians of 300). */
 static void test_mean_cancels_clock_offset(void **state)
 {
 	wt_util_place_t a, b;
 	uint64_t now = T0;
 
 	(void)state;
-	pair(&a, &b, 115, 236, &now);
+	pair(&a, &b, 240, 360, &now);
 	assert_int_equal(wt_util_place_far(&a, now), 1);
 	assert_int_equal(wt_util_place_far(&b, now), 1);
-	/* near: 45 and 75 */
-	pair(&a, &b, 45, 75, &now);
+	/* near: medians of 120 and 180 */
+	pair(&a, &b, 120, 180, &now);
 	assert_int_equal(wt_util_place_far(&a, now), 0);
 	assert_int_equal(wt_util_place_far(&b, now), 0);
 	/* the threshold itself is near, one above it far */
 	wt_util_place_init(&a);
-	feed(&a, WT_UTIL_PLACE_FAR_NS, WT_UTIL_PLACE_EPOCH, &now);
+	feed(&a, WT_UTIL_PLACE_FAR_NS, WT_UTIL_PLACE_WINDOW, &now);
 	wt_util_place_set_host(&a, WT_UTIL_PLACE_FAR_NS, 1, now);
 	assert_int_equal(wt_util_place_far(&a, now), 0);
 	wt_util_place_set_host(&a, WT_UTIL_PLACE_FAR_NS + 2, 1, now);
 	assert_int_equal(wt_util_place_far(&a, now), 1);
 }
 
-/* The vCPUs move: near to far shows after two epochs of far samples, far to near at once;
- * estimates expire. */
+/* The vCPUs move: either way it shows once half the window's samples are of the new place
+ * (the least, used before, took 64-128 samples to see far); estimates expire, and samples
+ * after a longer pause start a new window. */
 static void test_moves_and_expiry(void **state)
 {
 	wt_util_place_t p;
@@ -122,18 +148,25 @@ static void test_moves_and_expiry(void **state)
 
 	(void)state;
 	wt_util_place_init(&p);
-	feed(&p, 60, WT_UTIL_PLACE_EPOCH, &now);
-	feed(&p, 250, WT_UTIL_PLACE_EPOCH - 1, &now);
-	assert_int_equal(wt_util_place_own(&p, now), 60);
-	feed(&p, 250, 1, &now);
-	assert_int_equal(wt_util_place_own(&p, now), 250);
-	feed(&p, 70, 1, &now);
-	assert_int_equal(wt_util_place_own(&p, now), 70);
+	feed(&p, 130, WT_UTIL_PLACE_WINDOW, &now);
+	feed(&p, 400, WT_UTIL_PLACE_WINDOW / 2 - 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 130);
+	feed(&p, 400, 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 130); /* the lower median */
+	feed(&p, 400, 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 400);
+	feed(&p, 130, WT_UTIL_PLACE_WINDOW / 2, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 130);
 	/* no sample for longer than the TTL: unknown again */
 	now += WT_UTIL_PLACE_TTL_NS + 1;
 	assert_int_equal(wt_util_place_own(&p, now), 0);
+	/* and the samples from before it no longer count: a new window fills from nothing */
+	feed(&p, 400, WT_UTIL_PLACE_MIN_SAMPLES - 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 0);
+	feed(&p, 400, 1, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 400);
 	/* peers' view expires too */
-	feed(&p, 60, WT_UTIL_PLACE_EPOCH, &now);
+	feed(&p, 60, WT_UTIL_PLACE_WINDOW, &now);
 	wt_util_place_set_host(&p, 60, 1, now);
 	assert_int_equal(wt_util_place_far(&p, now), 0);
 	now += WT_UTIL_PLACE_TTL_NS / 2;
@@ -179,9 +212,11 @@ static void test_want(void **state)
 	feed(&p, 60, 2, &now);
 	assert_int_equal(wt_util_place_take_want(&p), 0);
 	/* moved by a third or less: no; by more: shared again */
-	feed(&p, 46, 1, &now);
+	feed(&p, 46, WT_UTIL_PLACE_WINDOW, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 46);
 	assert_int_equal(wt_util_place_take_want(&p), 0);
-	feed(&p, 44, 1, &now);
+	feed(&p, 44, WT_UTIL_PLACE_WINDOW, &now);
+	assert_int_equal(wt_util_place_own(&p, now), 44);
 	assert_int_equal(wt_util_place_take_want(&p), 1);
 	wt_util_place_shared(&p, 44);
 	/* the peers' estimates grow old: asked again */
@@ -200,7 +235,7 @@ static void test_near_any(void **state)
 	wt_util_place_init(&p);
 	assert_int_equal(wt_util_place_near_any(&p, now), 0);
 	/* a late rank's high estimate with its peer's near one: near */
-	feed(&p, 300, WT_UTIL_PLACE_MIN_SAMPLES, &now);
+	feed(&p, 500, WT_UTIL_PLACE_MIN_SAMPLES, &now);
 	assert_int_equal(wt_util_place_near_any(&p, now), 0);
 	wt_util_place_set_host(&p, 90, 1, now);
 	assert_int_equal(wt_util_place_near_any(&p, now), 1);
@@ -240,7 +275,7 @@ int main(void)
 	    cmocka_unit_test(test_unknown_until_samples_and_peers),
 	    cmocka_unit_test(test_want),
 	    cmocka_unit_test(test_near_any),
-	    cmocka_unit_test(test_least_sample_and_dropped_ones),
+	    cmocka_unit_test(test_median_and_dropped_ones),
 	    cmocka_unit_test(test_mean_cancels_clock_offset),
 	    cmocka_unit_test(test_moves_and_expiry),
 	    cmocka_unit_test(test_words),
