@@ -94,10 +94,10 @@ uint64_t wt_util_place_word(uint32_t ns, uint64_t now);
 /* The estimate a published word holds, 0 when none or older than the TTL at time now. */
 uint32_t wt_util_place_word_ns(uint64_t word, uint64_t now);
 
-/* 1 where the least of our estimate and the peers' (whichever are known and fresh) lies
+/* 1 where the lesser of our estimate and the peers' (whichever are known and fresh) lies
  * at or below WT_UTIL_PLACE_FAR_NS at time now, else 0: near by either side's view. The
  * clocks' offset can make a far pair look near so, never a near one far, and a rank that
- * samples seldom (one always late to an exchange) can estimate near cores at 300 ns. */
+ * samples seldom (one always late to an exchange) can estimate near cores high. */
 int wt_util_place_near_any(const wt_util_place_t *p, uint64_t now);
 
 /* The process's instance, on the monotonic clock. */
