@@ -95,6 +95,8 @@ enum shm_peer_state {
 
 struct shm_peer {
 	int state;
+	uint64_t dying_seq; /* when it was found gone (order of mark_dead), 0 while up */
+	int drained;	    /* DYING, and everything it published has been read */
 	weft_status_t status;
 	pid_t pid;
 	int pidfd; /* -1 when the kernel has no pidfd_open: liveness falls back to kill() */
@@ -146,6 +148,7 @@ struct wt_link {
 	 * were 105-370 ns, and timing chooses the stores instead. */
 	int place_on;
 	unsigned polls;
+	uint64_t dying_seq; /* peers found gone so far */
 	/* Our process registered for membarrier(GLOBAL_EXPEDITED) and we call it before we
 	 * sleep (hdr->asym says so to the peers): see shm_asym_setup. */
 	int asym;
@@ -1100,8 +1103,31 @@ static int rx_peer(wt_link_t *l, int peer, wt_link_event_t *ev, int max)
 	p->rx_tail = tail;
 	p->rx_idle = n == 0;
 	if (p->state == SHM_PEER_DYING && tail == head)
-		push_error(l, peer, WEFT_ERR_PEER_FAILED);
+		p->drained = 1;
 	return n;
+}
+
+/* Report the drained dying peers in the order they were found gone (report_dying's
+ * caller), none before a peer found earlier that still has frames to deliver. */
+static void report_dying(wt_link_t *l)
+{
+	for (;;) {
+		struct shm_peer *first = NULL;
+		int fi = -1;
+
+		for (int i = 0; i < l->nactive; i++) {
+			struct shm_peer *p = &l->peers[l->active[i]];
+
+			if (p->state == SHM_PEER_DYING &&
+			    (first == NULL || p->dying_seq < first->dying_seq)) {
+				first = p;
+				fi = l->active[i];
+			}
+		}
+		if (first == NULL || !first->drained)
+			return;
+		push_error(l, fi, WEFT_ERR_PEER_FAILED);
+	}
 }
 
 static void mark_dead(wt_link_t *l, int peer)
@@ -1114,6 +1140,7 @@ static void mark_dead(wt_link_t *l, int peer)
 	 * normal end of a job. */
 	WT_INFO("shm: peer rank %d (pid %d) has exited or closed its link", peer, (int)p->pid);
 	p->state = SHM_PEER_DYING;
+	p->dying_seq = ++l->dying_seq;
 	if (p->pidfd >= 0) {
 		/* An exited pidfd stays readable: keep it out of the sleep set. */
 		epoll_ctl(l->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
@@ -1122,6 +1149,12 @@ static void mark_dead(wt_link_t *l, int peer)
 	}
 }
 
+/* Peers that exited without closing their link (killed, crashed) are found gone before
+ * those that closed it in the same look: a rank that hears of a failure may destroy its
+ * communicators and leave at once, and within one look (every SHM_LIVENESS_NS) the
+ * peers would otherwise be reported as they come in the active list, so that a
+ * communicator named the rank that left after the failure instead of the one that
+ * failed. */
 static void check_liveness(wt_link_t *l)
 {
 	int n = 0;
@@ -1129,12 +1162,9 @@ static void check_liveness(wt_link_t *l)
 	for (int i = 0; i < l->nactive; i++) {
 		struct shm_peer *p = &l->peers[l->active[i]];
 
-		if (p->state != SHM_PEER_UP)
+		if (p->state != SHM_PEER_UP ||
+		    atomic_load_explicit(&p->tx_hdr->closed, memory_order_acquire))
 			continue;
-		if (atomic_load_explicit(&p->tx_hdr->closed, memory_order_acquire)) {
-			mark_dead(l, l->active[i]);
-			continue;
-		}
 		if (p->pidfd >= 0) {
 			l->pfds[n].fd = p->pidfd;
 			l->pfds[n].events = POLLIN;
@@ -1144,17 +1174,24 @@ static void check_liveness(wt_link_t *l)
 			mark_dead(l, l->active[i]);
 		}
 	}
-	if (n == 0 || poll(l->pfds, (nfds_t)n, 0) <= 0)
-		return;
-	for (int i = 0; i < n; i++) {
-		if (!l->pfds[i].revents)
-			continue;
-		for (int j = 0; j < l->nactive; j++) {
-			if (l->peers[l->active[j]].pidfd == l->pfds[i].fd) {
-				mark_dead(l, l->active[j]);
-				break;
+	if (n > 0 && poll(l->pfds, (nfds_t)n, 0) > 0) {
+		for (int i = 0; i < n; i++) {
+			if (!l->pfds[i].revents)
+				continue;
+			for (int j = 0; j < l->nactive; j++) {
+				if (l->peers[l->active[j]].pidfd == l->pfds[i].fd) {
+					mark_dead(l, l->active[j]);
+					break;
+				}
 			}
 		}
+	}
+	for (int i = 0; i < l->nactive; i++) {
+		struct shm_peer *p = &l->peers[l->active[i]];
+
+		if (p->state == SHM_PEER_UP &&
+		    atomic_load_explicit(&p->tx_hdr->closed, memory_order_acquire))
+			mark_dead(l, l->active[i]);
 	}
 }
 
@@ -1227,6 +1264,7 @@ static int shm_poll(wt_link_t *l, wt_link_event_t *ev, int max)
 	start = l->nactive ? l->rr++ % l->nactive : 0;
 	for (int i = 0; i < l->nactive && n < max; i++)
 		n += rx_peer(l, l->active[(start + i) % l->nactive], ev + n, max - n);
+	report_dying(l);
 	prune_active(l);
 	if (l->errq.len)
 		n += wt_link_errq_pop(&l->errq, ev + n, max - n);

@@ -556,7 +556,11 @@ static void mode_nocheck(weft_comm_t *world)
 	free(b);
 }
 
-/* ---- --killed N: world rank N dies during a stream of allreduces ---- */
+/* ---- --killed N: world rank N dies during a stream of allreduces ----
+ * With COMMS_KILLED_LATE=R, world rank R comes 300 ms late to the call the victim dies in:
+ * the other survivors hear of the death, finish and close their links before it looks, so
+ * it finds the dead rank and the ranks that left in one look, and must still name the dead
+ * one. */
 
 static void mode_killed(weft_comm_t *world, int victim)
 {
@@ -566,6 +570,8 @@ static void mode_killed(weft_comm_t *world, int victim)
 	double t0 = 0;
 	char needle[64];
 	int it, rv = g_size - 1 - victim;
+	const char *late_env = getenv("COMMS_KILLED_LATE");
+	int late = late_env != NULL ? atoi(late_env) : -1;
 
 	/* Reversed order, so that the comm rank and the world rank of the victim differ. */
 	expect_st(weft_comm_split(world, 0, -g_rank, &rev), WEFT_OK, "split", world);
@@ -575,6 +581,8 @@ static void mode_killed(weft_comm_t *world, int victim)
 	for (it = 0; it < 100000; it++) {
 		if (g_rank == victim && it == 30)
 			raise(SIGKILL);
+		if (it == 30 && g_rank == late)
+			usleep(300000);
 		if (it == 30)
 			t0 = now_s();
 		fill(b, 1024);
