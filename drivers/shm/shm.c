@@ -149,6 +149,7 @@ struct wt_link {
 	int place_on;
 	unsigned polls;
 	uint64_t dying_seq; /* peers found gone so far */
+	int ndying;	    /* peers DYING now: report_dying has work only then */
 	/* Our process registered for membarrier(GLOBAL_EXPEDITED) and we call it before we
 	 * sleep (hdr->asym says so to the peers): see shm_asym_setup. */
 	int asym;
@@ -206,6 +207,8 @@ static void push_error(wt_link_t *l, int peer, weft_status_t st)
 
 	if (p->state == SHM_PEER_FAILED)
 		return;
+	if (p->state == SHM_PEER_DYING)
+		l->ndying--;
 	p->state = SHM_PEER_FAILED;
 	/* Its regions are mapped no longer: mem_map refuses a failed peer, and every net op
 	 * (the executor's copies included) runs under the caller's lock, as poll does. */
@@ -1141,6 +1144,7 @@ static void mark_dead(wt_link_t *l, int peer)
 	WT_INFO("shm: peer rank %d (pid %d) has exited or closed its link", peer, (int)p->pid);
 	p->state = SHM_PEER_DYING;
 	p->dying_seq = ++l->dying_seq;
+	l->ndying++;
 	if (p->pidfd >= 0) {
 		/* An exited pidfd stays readable: keep it out of the sleep set. */
 		epoll_ctl(l->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
@@ -1264,7 +1268,8 @@ static int shm_poll(wt_link_t *l, wt_link_event_t *ev, int max)
 	start = l->nactive ? l->rr++ % l->nactive : 0;
 	for (int i = 0; i < l->nactive && n < max; i++)
 		n += rx_peer(l, l->active[(start + i) % l->nactive], ev + n, max - n);
-	report_dying(l);
+	if (l->ndying > 0)
+		report_dying(l);
 	prune_active(l);
 	if (l->errq.len)
 		n += wt_link_errq_pop(&l->errq, ev + n, max - n);
