@@ -49,6 +49,9 @@ _Static_assert(WT_API_SLOT_STAGGER_LINES * 64 <= WT_API_SLOT_SPACING - WT_API_SL
 #define WT_API_OVERSUB_ALPHA 6.5
 /* ... and plain receives from this size read the sender's buffer by get (channel.c). */
 #define WT_API_OVERSUB_GET_MIN ((size_t)512 << 10)
+/* ... and the receives of an exchange from this size (an alltoall's; channel.c), for which
+ * an alltoall leaves the slots (plan.h xchg_get_min). */
+#define WT_API_OVERSUB_XCHG_GET_MIN ((size_t)128 << 10)
 /* With a core per rank, messages of an exchange from this size read by get while the
  * vCPUs are far apart (channel.c rndv_use_get); 32 KiB ones gained nothing so (2-rank
  * alltoall of 64 KiB far: 8.7 us either way). */

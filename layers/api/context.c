@@ -1154,9 +1154,11 @@ static weft_status_t ctx_connect(wt_api_ctx_t *ctx, const wt_api_boot_t *b, char
 	 * by get, took 1.8-3.2 ms against 0.7-1.0 streamed in the full runs of 2026-12-06 23:57
 	 * and 23:25 (by get, alltoall of 4 MiB 140-152 us against 211-238 in one alternating
 	 * run, but 173-375 against Open MPI's 166-236 in the full run). */
-	if (ctx->oversubscribed)
+	if (ctx->oversubscribed) {
 		wt_chan_set_get_min(ctx->chan, WT_API_OVERSUB_GET_MIN);
-	else
+		ctx->cfg.cost_shm.xchg_get_min =
+		    wt_chan_set_xchg_get_min(ctx->chan, WT_API_OVERSUB_XCHG_GET_MIN);
+	} else
 		wt_chan_set_far_get_min(ctx->chan, WT_API_FAR_GET_MIN);
 	st = start_progress(ctx, err, errlen);
 	if (st == WEFT_OK)

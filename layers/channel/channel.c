@@ -194,12 +194,14 @@ struct wt_chan {
 	void *fail_arg;
 	uint64_t hb_timeout_ns; /* 0: no heartbeats, no silence verdicts */
 	uint64_t hb_interval_ns;
-	uint64_t now;	     /* coarse clock, refreshed by every progress call */
-	uint64_t last_tick;  /* when heartbeat bookkeeping last ran */
-	int greet;	     /* a peer was routed: greet it at the next progress call */
-	int rndv_get;	     /* WEFT_RNDV_GET: RNDV_AUTO, RNDV_FIXED, or 0 / 1 forced */
-	size_t get_min;	     /* RNDV_AUTO: plain receives from this size by get (0: none) */
-	size_t far_get_min;  /* RNDV_AUTO: ... and exchanges' from this size while far (0: none) */
+	uint64_t now;	    /* coarse clock, refreshed by every progress call */
+	uint64_t last_tick; /* when heartbeat bookkeeping last ran */
+	int greet;	    /* a peer was routed: greet it at the next progress call */
+	int rndv_get;	    /* WEFT_RNDV_GET: RNDV_AUTO, RNDV_FIXED, or 0 / 1 forced */
+	size_t get_min;	    /* RNDV_AUTO: plain receives from this size by get (0: none) */
+	size_t far_get_min; /* RNDV_AUTO: ... and exchanges' from this size while far (0: none) */
+	size_t
+	    xchg_get_min; /* RNDV_AUTO, RNDV_FIXED: ... and exchanges' from this size (0: none) */
 	int (*far_fn)(void); /* the placement: 1 far, 0 near, -1 unknown */
 	uint64_t hb_sent, hb_recv;
 };
@@ -1101,8 +1103,17 @@ static int big_op_pending(const wt_chan_t *ch, int kind, int peer)
  * test: 25.3 against 26.9 and 76.4 against 86.8 (Open MPI 21.0 and 74.5 in a far period
  * before). A one-way stream gains nothing so (2-rank broadcast far, 32 of each: 256 KiB
  * 28.2 against 31.8, 1 MiB 102.7 against 92.7), nor does anything with the vCPUs near
- * (alltoall of 1 MiB by get 66-70 us against 45-50 streamed). WEFT_RNDV_GET=1 or 0 forces
- * either way, =fixed leaves the placement out. */
+ * (alltoall of 1 MiB by get 66-70 us against 45-50 streamed).
+ *
+ * Where ranks share cores the same holds for the receives of an exchange from xchg_get_min
+ * (wt_chan_set_xchg_get_min; the API sets 128 KiB where local ranks outnumber cores),
+ * wherever the vCPUs are: streaming, both sides of a pair must run at once and each copies
+ * twice; by get each receiver copies once, alone. The API's cost model then moves an
+ * alltoall of such blocks from the slots (two copies) to pairwise (4 ranks on 2 cores,
+ * alltoall of 1 MiB, calls 3-12 of a fresh process, medians of 8 launches in turn: 263 us
+ * against 383 through the slots, Open MPI 274; 512 KiB 157 against 169; 8 ranks, 2 MiB 2.17
+ * against 2.68 ms). WEFT_RNDV_GET=1 or 0 forces either way, =fixed leaves the placement out
+ * (not this rule). */
 static int rndv_use_get(const wt_chan_t *ch, const wt_chan_op_t *op, const wt_link_ops_t *ops)
 {
 	if (!op->has_addr || !(ops->caps & WT_LINK_CAP_GET) || ops->get == NULL ||
@@ -1113,6 +1124,9 @@ static int rndv_use_get(const wt_chan_t *ch, const wt_chan_op_t *op, const wt_li
 	if (op->red.enabled || op->red.stream)
 		return 0;
 	if (ch->get_min > 0 && op->msg_len >= ch->get_min)
+		return 1;
+	if (ch->xchg_get_min > 0 && op->msg_len >= ch->xchg_get_min &&
+	    big_op_pending(ch, OP_SEND, op->peer))
 		return 1;
 	return ch->rndv_get == RNDV_AUTO && ch->far_get_min > 0 && op->msg_len >= ch->far_get_min &&
 	       ch->far_fn() == 1 && big_op_pending(ch, OP_SEND, op->peer);
@@ -1702,6 +1716,14 @@ void wt_chan_set_far_get_min(wt_chan_t *ch, size_t bytes)
 {
 	if (ch != NULL)
 		ch->far_get_min = bytes;
+}
+
+size_t wt_chan_set_xchg_get_min(wt_chan_t *ch, size_t bytes)
+{
+	if (ch == NULL || ch->rndv_get == RNDV_STREAM)
+		return 0;
+	ch->xchg_get_min = bytes;
+	return bytes;
 }
 
 void wt_chan_set_far_fn(wt_chan_t *ch, int (*far)(void))

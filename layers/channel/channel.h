@@ -59,6 +59,11 @@ void wt_chan_set_get_min(wt_chan_t *ch, size_t bytes);
  * says the host's cores are far apart (lib/util/place.h); 0 (the default): never for that
  * reason. Call before traffic starts. */
 void wt_chan_set_far_get_min(wt_chan_t *ch, size_t bytes);
+/* With WEFT_RNDV_GET=auto or fixed, plain receives of at least bytes from a peer we are
+ * sending a rendezvous message to (an exchange) read by get where the link can, wherever
+ * the cores are; 0 (the default): never for that reason. Returns the size in force: 0 where
+ * WEFT_RNDV_GET=0 forbids gets, bytes otherwise. Call before traffic starts. */
+size_t wt_chan_set_xchg_get_min(wt_chan_t *ch, size_t bytes);
 /* Where the channel learns the placement: 1 far, 0 near, -1 unknown (NULL, the default:
  * wt_util_place_far_now). For tests. */
 void wt_chan_set_far_fn(wt_chan_t *ch, int (*far)(void));

@@ -439,6 +439,11 @@ typedef struct wt_sched_cost {
 	 * 74-76 by rabenseifner; 8 ranks: 205-223 against 500-533). With a core per rank the
 	 * message path keeps up (2 ranks, 256 KiB: 22-35 us through slots, 18 by the ring). */
 	double slot_read;
+	/* Receives of an exchange (we send to the peer we receive from) of this many bytes or
+	 * more are one copy by get, made by the receiver alone, where the API sets it (more
+	 * local ranks than cores, WT_API_OVERSUB_XCHG_GET_MIN; 0: no such rule). An alltoall's
+	 * slots, two copies, give way to pairwise from blocks of that size. */
+	size_t xchg_get_min;
 } wt_sched_cost_t;
 
 /* Choose the algorithm for args. spec is WEFT_ALGO: "" or NULL for automatic, "name" for

@@ -50,8 +50,10 @@ static void usage(FILE *out)
 	    "                     the slots algorithms become possible (--algo slots sets it)\n"
 	    "  --mem              buffers in weft_mem_alloc memory (with slots: allreduce may\n"
 	    "                     go direct; --algo direct sets both)\n"
-	    "  --cost A,B,G[,S]   alpha in us, link GB/s, reduce GB/s (and the share of gamma a\n"
-	    "                     byte read from a slot costs, default 1): choose by cost\n"
+	    "  --cost A,B,G[,S[,X]]  alpha in us, link GB/s, reduce GB/s (and the share of gamma "
+	    "a\n"
+	    "                     byte read from a slot costs, default 1; and the KiB from which\n"
+	    "                     an exchange's receives go by get, default none): choose by cost\n"
 	    "  --dot              Graphviz instead of text\n"
 	    "  --all-ranks        every rank's plan (with --dot: clusters and message edges)\n"
 	    "  --simulate         estimated time under the alpha-beta-gamma model\n"
@@ -116,22 +118,25 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 	return 0;
 }
 
-/* alpha_us,GBps,reduce_GBps[,slot_read]: the last the share of gamma a byte read from a
- * peer's slot costs (the library uses 0.3 with more local ranks than cores); unset, the
- * library's prices with a core per rank (cost_t.slot_read 0: see table.c beta_share). */
+/* alpha_us,GBps,reduce_GBps[,slot_read[,xchg_get_KiB]]: slot_read the share of gamma a
+ * byte read from a peer's slot costs (the library uses 0.3 with more local ranks than
+ * cores); unset, the library's prices with a core per rank (cost_t.slot_read 0: see
+ * table.c beta_share). xchg_get_KiB: the size from which an exchange's receives go by get
+ * (the library: 128 with more local ranks than cores); unset, none. */
 static int parse_cost(const char *s, wt_sched_cost_t *c)
 {
-	double a, gb, rgb, sr = 0;
+	double a, gb, rgb, sr = 0, xk = 0;
 	char tail;
-	int n = sscanf(s, "%lf,%lf,%lf,%lf%c", &a, &gb, &rgb, &sr, &tail);
+	int n = sscanf(s, "%lf,%lf,%lf,%lf,%lf%c", &a, &gb, &rgb, &sr, &xk, &tail);
 
-	if ((n != 3 && n != 4) || !(a >= 0) || !(gb > 0) || !(rgb > 0) ||
-	    (n == 4 && !(sr > 0 && sr <= 1)))
+	if (n < 3 || n > 5 || !(a >= 0) || !(gb > 0) || !(rgb > 0) ||
+	    (n >= 4 && !(sr > 0 && sr <= 1)) || (n == 5 && !(xk >= 1 && xk <= 1048576)))
 		return -1;
 	c->alpha = a * 1e-6;
 	c->beta = 1 / (gb * 1e9);
 	c->gamma = 1 / (rgb * 1e9);
 	c->slot_read = sr;
+	c->xchg_get_min = (size_t)(xk * 1024);
 	return 0;
 }
 
@@ -249,7 +254,9 @@ static int parse_opt(opts_t *o, int c, const char *v, int *peer_set)
 	case O_COST:
 		o->has_cost = 1;
 		return parse_cost(v, &o->cost)
-			   ? bad("bad --cost '%s' (alpha_us,GBps,reduce_GBps[,slot_read])", v)
+			   ? bad("bad --cost '%s' "
+				 "(alpha_us,GBps,reduce_GBps[,slot_read[,xchg_get_KiB]])",
+				 v)
 			   : -1;
 	case O_INPLACE:
 		o->a.in_place = 1;

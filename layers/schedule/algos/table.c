@@ -327,7 +327,7 @@ static double c_a2a_slots(const wt_sched_args_t *a, const wt_sched_cost_t *c)
 		parts = slot_parts(a, most);
 	else if (!slot_fits(a, most))
 		parts = 0;
-	if (parts == 0)
+	if (parts == 0 || (c->xchg_get_min > 0 && m >= (double)c->xchg_get_min))
 		return HUGE_VAL;
 	return parts * slot_flags(a, c) + (a->size - 1) * m * c->beta * beta_share(a, c);
 }

@@ -129,6 +129,17 @@ slots)
 	"$ws" allreduce --ranks 4 --count 1M --slots --cost 1.5,6,8 >"$out" 2>"$err" ||
 		fail "large: exit $?"
 	if head -1 "$out" | grep -q '^plan slots '; then fail "slots picked for 4 MiB"; fi
+	# With more ranks than cores' prices, an alltoall of 256 KiB blocks goes through the
+	# slots, unless an exchange's receives go by get from 128 KiB (--cost's fifth number).
+	"$ws" alltoall --ranks 4 --count 64K --slots=1049696 --cost 9.75,6,8,0.3 >"$out" \
+		2>"$err" || fail "alltoall: exit $?"
+	head -1 "$out" | grep -q '^plan slots ' || fail "alltoall of 256 KiB blocks left the slots"
+	"$ws" alltoall --ranks 4 --count 64K --slots=1049696 --cost 9.75,6,8,0.3,128 >"$out" \
+		2>"$err" || fail "alltoall, get: exit $?"
+	head -1 "$out" | grep -q '^plan pairwise ' || fail "alltoall by get did not go pairwise"
+	if "$ws" alltoall --ranks 4 --count 64K --cost 9.75,6,8,0.3,0 >"$out" 2>"$err"; then
+		fail "--cost with xchg_get_KiB 0 accepted"
+	fi
 	# Graphviz: a green edge from every PUT to each SLOT_WAIT on it (4 ranks x 3 peers).
 	"$ws" allreduce --algo slots --ranks 4 --count 2 --all-ranks --dot >"$out" 2>"$err" ||
 		fail "dot: exit $?"

@@ -1272,6 +1272,44 @@ static void test_far_get(void **state)
 	rndv_env_restore(had, keep);
 }
 
+/* wt_chan_set_xchg_get_min with WEFT_RNDV_GET=auto or fixed: a plain receive of at least
+ * that many bytes that is half of an exchange reads by get where the link can, wherever the
+ * placement says the cores are; a one-way message and a smaller one stream. With
+ * WEFT_RNDV_GET=0 the setter reports 0 and everything streams. */
+static void test_xchg_get(void **state)
+{
+	const size_t len = 256 * 1024, small = 64 * 1024;
+	static const char *const modes[] = {"auto", "fixed"};
+	char keep[16];
+	int had;
+	ct_fab_t f;
+
+	for (int m = 0; m < 2; m++) {
+		rndv_env_set(modes[m], &had, keep);
+		fab_open(&f, *state, EAGER);
+		int get = (wt_link_ops(f.link[1])->caps & WT_LINK_CAP_GET) != 0;
+
+		wt_chan_set_far_fn(f.ch[1], placed_near);
+		assert_true(exchange_wire(&f, len, 21) >= len);
+		assert_int_equal(wt_chan_set_xchg_get_min(f.ch[1], 128 * 1024), 128 * 1024);
+		if (get)
+			assert_true(exchange_wire(&f, len, 22) < 4096);
+		else
+			assert_true(exchange_wire(&f, len, 22) >= len);
+		assert_true(one_message_wire(&f, len, NULL, 23) >= len);
+		assert_true(exchange_wire(&f, small, 24) >= small);
+		wt_chan_set_far_fn(f.ch[1], NULL);
+		ct_close(&f);
+		rndv_env_restore(had, keep);
+	}
+	rndv_env_set("0", &had, keep);
+	fab_open(&f, *state, EAGER);
+	assert_int_equal(wt_chan_set_xchg_get_min(f.ch[1], 128 * 1024), 0);
+	assert_true(exchange_wire(&f, len, 25) >= len);
+	ct_close(&f);
+	rndv_env_restore(had, keep);
+}
+
 /* Frames rank 0 sends for one message of len bytes to rank 1 (its RTS included), checked
  * byte by byte; with busy, rank 0 has a receive of 1 MiB from rank 1 pending meanwhile. */
 static uint64_t one_message_frames(ct_fab_t *f, size_t len, int busy, unsigned seed)
@@ -1522,6 +1560,7 @@ static void test_fail_order(void **state)
 	    cmocka_unit_test_prestate(test_rndv_env, drv),                                         \
 	    cmocka_unit_test_prestate(test_get_min, drv),                                          \
 	    cmocka_unit_test_prestate(test_far_get, drv),                                          \
+	    cmocka_unit_test_prestate(test_xchg_get, drv),                                         \
 	    cmocka_unit_test_prestate(test_send_copy, drv),                                        \
 	    cmocka_unit_test_prestate(test_pipe_frames, drv),                                      \
 	    cmocka_unit_test_prestate(test_link_poll_fails, drv),                                  \

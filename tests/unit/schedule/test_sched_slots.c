@@ -1957,6 +1957,41 @@ static void test_selection(void **state)
 		assert_string_not_equal(chosen(WT_COLL_ALLTOALL, sc / 12 + 1, 3, sc, NULL),
 					"slots");
 	}
+	/* Where an exchange's receives go by get from some size (the API's cost with more
+	 * ranks than cores: xchg_get_min 128 KiB), an alltoall leaves the slots for pairwise
+	 * from blocks of that size and keeps them below; the other collectives keep theirs. */
+	{
+		const wt_sched_cost_t over = {9.75e-6, 1 / 6e9, 1 / 8e9, 0.3, 128 << 10};
+		const wt_sched_cost_t none = {9.75e-6, 1 / 6e9, 1 / 8e9, 0.3, 0};
+		const struct {
+			wt_sched_coll_t coll;
+			size_t count;
+			int n;
+			const wt_sched_cost_t *cost;
+			const char *algo;
+		} cases[] = {
+		    {WT_COLL_ALLTOALL, 32 << 10, 4, &over, "pairwise"},
+		    {WT_COLL_ALLTOALL, 64 << 10, 4, &over, "pairwise"},
+		    {WT_COLL_ALLTOALL, 64 << 10, 8, &over, "pairwise"},
+		    {WT_COLL_ALLTOALL, (32 << 10) - 1, 4, &over, "slots"},
+		    {WT_COLL_ALLTOALL, 16 << 10, 4, &over, "slots"},
+		    {WT_COLL_ALLTOALL, 64 << 10, 4, &none, "slots"},
+		    {WT_COLL_ALLGATHER, 64 << 10, 4, &over, "slots"},
+		};
+
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			wt_sched_args_t a = st_args(cases[i].coll, cases[i].count, WEFT_FLOAT32,
+						    WEFT_SUM, 0, cases[i].n, 0, 0);
+			const wt_sched_algo_t *algo = NULL;
+			char err[200];
+
+			a.slot_bytes = wt_sched_slot_capacity(BIG_REGION);
+			assert_int_equal(
+			    wt_sched_algo_choose(&a, NULL, cases[i].cost, &algo, err, sizeof(err)),
+			    WEFT_OK);
+			assert_string_equal(algo->name, cases[i].algo);
+		}
+	}
 	/* forcing without slots is the caller's error, reported by the build */
 	{
 		wt_sched_args_t a =
