@@ -19,6 +19,10 @@
 #include "lib/util/time.h"
 
 #define TCP_MAX_FRAME (256u << 10)
+/* A length word no frame has: a rank closing its link says goodbye with it, so that a peer
+ * finding several connections gone at once reports the ranks that died (no goodbye) before
+ * those that left (a survivor that heard of a death, finished and exited). */
+#define TCP_BYE_LEN 0xffffffffu
 #define TCP_OUTQ_MAX (8u << 20) /* queued bytes per peer before send says WT_AGAIN */
 #define TCP_RX_INIT (64u << 10)
 #define TCP_MAX_RANKS (1 << 20)
@@ -101,6 +105,8 @@ struct tcp_peer {
 	size_t rx_fill;
 	int rx_ready;	  /* socket readable or complete frames buffered */
 	int in_rxq;	  /* listed in link->rxq */
+	int bye;	  /* the peer said goodbye (TCP_BYE_LEN) before closing */
+	int tx_dead;	  /* a send found the connection gone: the receive side reports it */
 	int rx_delivered; /* frames handed out this poll: buffer must not move */
 	struct tcp_chunk *txq;
 	struct tcp_chunk *txq_tail;
@@ -139,6 +145,7 @@ struct wt_link {
 	int *deliv; /* peers whose buffers hold frames handed out by the last poll */
 	int ndeliv;
 	wt_link_errq_t errq; /* peers with a PEER_ERROR to report */
+	wt_link_errq_t byeq; /* ... of peers that said goodbye: reported after errq's */
 };
 
 /* ---- small helpers ---- */
@@ -232,7 +239,7 @@ static void push_error(wt_link_t *l, int peer, weft_status_t st)
 		return;
 	p->state = TCP_FAILED;
 	p->status = st;
-	wt_link_errq_push(&l->errq, peer, st);
+	wt_link_errq_push(p->bye ? &l->byeq : &l->errq, peer, st);
 }
 
 static int timed_state(int state)
@@ -338,10 +345,17 @@ static void tcp_close(wt_link_t *l)
 {
 	if (l == NULL)
 		return;
-	/* One last non-blocking push of queued output; whatever does not fit is dropped. */
+	/* One last non-blocking push of queued output; whatever does not fit is dropped. Then
+	 * a goodbye where everything went out (a peer missing it takes us for dead). */
 	for (int i = 0; l->peers && i < l->size; i++) {
-		if (l->peers[i].state == TCP_UP && l->peers[i].txq)
+		static const uint8_t bye[4] = {0xff, 0xff, 0xff, 0xff};
+		struct tcp_peer *p = &l->peers[i];
+
+		if (p->state == TCP_UP && p->txq)
 			tx_flush(l, i);
+		if (p->state == TCP_UP && p->txq == NULL && !p->tx_dead &&
+		    send(p->fd, bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			WT_DEBUG("tcp: goodbye to peer rank %d: %s", i, strerror(errno));
 	}
 	for (int i = 0; l->peers && i < l->size; i++) {
 		peer_close_fd(&l->peers[i]);
@@ -362,6 +376,7 @@ static void tcp_close(wt_link_t *l)
 	free(l->rxq);
 	free(l->deliv);
 	wt_link_errq_free(&l->errq);
+	wt_link_errq_free(&l->byeq);
 	free(l);
 }
 
@@ -387,7 +402,8 @@ static weft_status_t tcp_alloc(const wt_link_config_t *cfg, wt_link_t **out)
 	l->peers = calloc(n, sizeof(*l->peers));
 	l->rxq = calloc(n, sizeof(int));
 	l->deliv = calloc(n, sizeof(int));
-	if (wt_link_errq_init(&l->errq, cfg->size) != WEFT_OK || !l->peers || !l->rxq ||
+	if (wt_link_errq_init(&l->errq, cfg->size) != WEFT_OK ||
+	    wt_link_errq_init(&l->byeq, cfg->size) != WEFT_OK || !l->peers || !l->rxq ||
 	    !l->deliv) {
 		WT_ERROR("tcp: out of memory for %d peers", cfg->size);
 		return WEFT_ERR_NO_MEMORY;
@@ -897,6 +913,26 @@ static void conn_lost(wt_link_t *l, int peer, const char *why)
 	peer_fail(l, peer, WEFT_ERR_PEER_FAILED);
 }
 
+static void rx_mark(wt_link_t *l, int peer);
+
+/* A send found the connection gone (the peer closed or died): drop what is queued and
+ * let the receive side report it at the next poll, after reading what the peer sent
+ * before it went, its goodbye included (see TCP_BYE_LEN). */
+static int send_lost(wt_link_t *l, int peer, int err)
+{
+	struct tcp_peer *p = &l->peers[peer];
+
+	if (err != EPIPE && err != ECONNRESET && err != ENOTCONN)
+		return 0;
+	WT_INFO("tcp: send to peer rank %d (%s): %s; reported at the next poll", peer, p->addr_str,
+		strerror(err));
+	p->tx_dead = 1;
+	txq_free(p);
+	want_out(l, peer, 0);
+	rx_mark(l, peer);
+	return 1;
+}
+
 /* Writes queued output; returns -1 if the peer failed. */
 static int tx_flush(wt_link_t *l, int peer)
 {
@@ -917,6 +953,8 @@ static int tx_flush(wt_link_t *l, int peer)
 		r = sendmsg(p->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (r < 0 && is_again(errno))
 			break;
+		if (r < 0 && send_lost(l, peer, errno))
+			return 0;
 		if (r < 0) {
 			conn_lost(l, peer, strerror(errno));
 			return -1;
@@ -954,6 +992,8 @@ static weft_status_t send_direct(wt_link_t *l, int peer, const uint8_t hdr[4],
 	r = sendmsg(p->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (r < 0 && is_again(errno))
 		r = 0;
+	if (r < 0 && send_lost(l, peer, errno))
+		return WEFT_OK; /* the frame is dropped; the loss follows at the next poll */
 	if (r < 0) {
 		conn_lost(l, peer, strerror(errno));
 		return WEFT_ERR_PEER_FAILED;
@@ -995,6 +1035,8 @@ static weft_status_t send_frame(wt_link_t *l, int peer, const struct iovec *iov,
 	}
 	*total_out = total;
 	wt_util_put_be32(hdr, (uint32_t)total);
+	if (p->state == TCP_UP && p->tx_dead)
+		return WEFT_OK; /* gone: dropped, the loss is reported at the next poll */
 	if (p->state == TCP_UP && p->txq == NULL && iovcnt < TCP_IOV_BATCH)
 		return send_direct(l, peer, hdr, iov, iovcnt, total);
 	if (p->txq_bytes > 0 && p->txq_bytes + 4 + total > TCP_OUTQ_MAX)
@@ -1118,6 +1160,11 @@ static int rx_peer(wt_link_t *l, int peer, wt_link_event_t *ev, int max)
 		if (avail >= 4) {
 			uint32_t len = wt_util_get_be32(p->rx + p->rx_off);
 
+			if (len == TCP_BYE_LEN) {
+				p->bye = 1;
+				p->rx_off += 4;
+				continue;
+			}
 			if (len > TCP_MAX_FRAME) {
 				WT_ERROR("tcp: peer rank %d (%s) sent a %u-byte frame (max %u); "
 					 "closing",
@@ -1143,11 +1190,17 @@ static int rx_peer(wt_link_t *l, int peer, wt_link_event_t *ev, int max)
 		}
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0 && is_again(errno)) {
+		if (r < 0 && is_again(errno) && !p->tx_dead) {
 			p->rx_ready = 0;
 			break;
 		}
-		conn_lost(l, peer, r == 0 ? "closed by the peer" : strerror(errno));
+		if (r == 0)
+			conn_lost(l, peer,
+				  p->bye ? "closed by the peer after its goodbye"
+					 : "closed by the peer");
+		else
+			conn_lost(l, peer,
+				  is_again(errno) ? "a send found it gone" : strerror(errno));
 	}
 	return n;
 }
@@ -1296,6 +1349,8 @@ static int tcp_poll(wt_link_t *l, wt_link_event_t *ev, int max)
 	n = wt_link_errq_pop(&l->errq, ev, max);
 	n += rx_all(l, ev + n, max - n);
 	n += wt_link_errq_pop(&l->errq, ev + n, max - n);
+	if (l->errq.len == 0)
+		n += wt_link_errq_pop(&l->byeq, ev + n, max - n);
 	return n;
 }
 
@@ -1310,7 +1365,7 @@ static int tcp_arm(wt_link_t *l)
 {
 	if (l == NULL)
 		return 1;
-	if (l->errq.len > 0 || l->nrxq > 0)
+	if (l->errq.len > 0 || l->byeq.len > 0 || l->nrxq > 0)
 		return 1;
 	if (l->next_timer != UINT64_MAX && wt_util_time_ns() >= l->next_timer)
 		return 1;
