@@ -194,14 +194,13 @@ struct wt_chan {
 	void *fail_arg;
 	uint64_t hb_timeout_ns; /* 0: no heartbeats, no silence verdicts */
 	uint64_t hb_interval_ns;
-	uint64_t now;	    /* coarse clock, refreshed by every progress call */
-	uint64_t last_tick; /* when heartbeat bookkeeping last ran */
-	int greet;	    /* a peer was routed: greet it at the next progress call */
-	int rndv_get;	    /* WEFT_RNDV_GET: RNDV_AUTO, RNDV_FIXED, or 0 / 1 forced */
-	size_t get_min;	    /* RNDV_AUTO: plain receives from this size by get (0: none) */
-	size_t far_get_min; /* RNDV_AUTO: ... and exchanges' from this size while far (0: none) */
-	size_t
-	    xchg_get_min; /* RNDV_AUTO, RNDV_FIXED: ... and exchanges' from this size (0: none) */
+	uint64_t now;	     /* coarse clock, refreshed by every progress call */
+	uint64_t last_tick;  /* when heartbeat bookkeeping last ran */
+	int greet;	     /* a peer was routed: greet it at the next progress call */
+	int rndv_get;	     /* WEFT_RNDV_GET: RNDV_AUTO, RNDV_FIXED, or 0 / 1 forced */
+	size_t get_min;	     /* RNDV_AUTO: plain receives from this size by get (0: none) */
+	size_t far_get_min;  /* RNDV_AUTO: ... and exchanges' from this size while far (0: none) */
+	size_t xchg_get_min; /* AUTO and FIXED: ... and exchanges' from this size (0: none) */
 	int (*far_fn)(void); /* the placement: 1 far, 0 near, -1 unknown */
 	uint64_t hb_sent, hb_recv;
 };
@@ -1125,11 +1124,13 @@ static int rndv_use_get(const wt_chan_t *ch, const wt_chan_op_t *op, const wt_li
 		return 0;
 	if (ch->get_min > 0 && op->msg_len >= ch->get_min)
 		return 1;
-	if (ch->xchg_get_min > 0 && op->msg_len >= ch->xchg_get_min &&
-	    big_op_pending(ch, OP_SEND, op->peer))
-		return 1;
-	return ch->rndv_get == RNDV_AUTO && ch->far_get_min > 0 && op->msg_len >= ch->far_get_min &&
-	       ch->far_fn() == 1 && big_op_pending(ch, OP_SEND, op->peer);
+	/* the rest are halves of an exchange: from xchg_get_min, or from far_get_min while far */
+	int xchg = ch->xchg_get_min > 0 && op->msg_len >= ch->xchg_get_min;
+
+	if (!xchg && !(ch->rndv_get == RNDV_AUTO && ch->far_get_min > 0 &&
+		       op->msg_len >= ch->far_get_min && ch->far_fn() == 1))
+		return 0;
+	return big_op_pending(ch, OP_SEND, op->peer);
 }
 
 /* A receive matched an RTS: fetch the data with a get where that is faster (see above),
